@@ -1,0 +1,113 @@
+"""Artifacts of one export, under stable names.
+
+``artifacts_root/``
+  ``program.pte``               the ExecuTorch program
+  ``delegates/NN_vgf.tosa``     each VGF delegate's TOSA flatbuffer
+  ``delegates/NN_vgf.vgf``      ... and its VGF
+  ``delegates/NN_grid_sampler.json``  each grid-sampler delegate's payload
+  ``io_quant_params.json``      the stripped IO quantization parameters
+  ``report.json``               the export report
+
+``NN`` is the delegate's position among the program's delegate calls. The
+backend's own intermediates go to ``<intermediate root>/vgf_intermediates``.
+Nothing already there is replaced unless ``overwrite`` is asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+from vgf_export.reports import ExportReport, lowered_modules
+
+_BACKEND_FILE_STEM = {"VgfBackend": "vgf", "GridSamplerBackend": "grid_sampler"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ArtifactPaths:
+    root: Path
+    intermediates: Path
+
+    @property
+    def program(self) -> Path:
+        return self.root / "program.pte"
+
+    @property
+    def delegates(self) -> Path:
+        return self.root / "delegates"
+
+    @property
+    def io_quant_params(self) -> Path:
+        return self.root / "io_quant_params.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.json"
+
+    def owned(self) -> list[Path]:
+        """Everything an export writes, i.e. what it may replace."""
+        return [self.program, self.delegates, self.io_quant_params, self.report,
+                self.intermediates]
+
+    def delegate_files(self) -> list[Path]:
+        return sorted(self.delegates.iterdir()) if self.delegates.is_dir() else []
+
+
+def prepare(
+    artifacts_root: str | Path,
+    intermediate_artifacts_root: str | Path | None,
+    *,
+    overwrite: bool,
+) -> ArtifactPaths:
+    root = Path(artifacts_root)
+    inter_root = Path(intermediate_artifacts_root) if intermediate_artifacts_root else root
+    paths = ArtifactPaths(root=root, intermediates=inter_root / "vgf_intermediates")
+    existing = [p for p in paths.owned() if p.exists()]
+    if existing and not overwrite:
+        names = ", ".join(str(p) for p in existing)
+        raise FileExistsError(
+            f"artifacts_root {str(root)!r} already holds artifacts of an earlier "
+            f"export ({names}); pass overwrite_artifacts=True to replace them, "
+            "or choose another artifacts_root"
+        )
+    for p in existing:
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+    paths.intermediates.mkdir(parents=True, exist_ok=True)
+    return paths
+
+
+def _delegate_tag(lowered) -> str | None:
+    for node in lowered.original_module.graph_module.graph.nodes:
+        tag = node.meta.get("delegation_tag")
+        if tag:
+            return tag
+    return None
+
+
+def write(paths: ArtifactPaths, edge_program, report: ExportReport) -> None:
+    paths.delegates.mkdir(parents=True, exist_ok=True)
+    graph_module = edge_program.exported_program().graph_module
+    for index, lowered in enumerate(lowered_modules(graph_module)):
+        stem = f"{index:02d}_{_BACKEND_FILE_STEM.get(lowered.backend_id, lowered.backend_id)}"
+        if lowered.backend_id == "VgfBackend":
+            (paths.delegates / f"{stem}.vgf").write_bytes(lowered.processed_bytes)
+            tag = _delegate_tag(lowered)
+            dumped = sorted(paths.intermediates.glob(f"output_{tag}_*.tosa"))
+            if len(dumped) != 1:
+                raise RuntimeError(
+                    f"expected one TOSA dump for delegate {tag} in {paths.intermediates}, "
+                    f"found {[p.name for p in dumped]}"
+                )
+            shutil.copyfile(dumped[0], paths.delegates / f"{stem}.tosa")
+        elif lowered.backend_id == "GridSamplerBackend":
+            (paths.delegates / f"{stem}.json").write_bytes(lowered.processed_bytes)
+        else:
+            (paths.delegates / f"{stem}.bin").write_bytes(lowered.processed_bytes)
+    paths.io_quant_params.write_text(
+        json.dumps(report.io_quant_params, indent=2, sort_keys=True) + "\n"
+    )
+    paths.report.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
+    paths.program.write_bytes(edge_program.to_executorch().buffer)

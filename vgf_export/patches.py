@@ -1,0 +1,125 @@
+"""Named patches of the Arm backend, each applied only where it is needed.
+
+Every :class:`Patch` states what it fixes, the upstream issue, and the
+ExecuTorch versions it applies to (a PEP 440 specifier). The registry is
+applied by :func:`apply_arm_backend_monkey_patch`: idempotent, and a patch
+whose version range excludes the installed ExecuTorch is not applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+from importlib.metadata import version as _dist_version
+from typing import Callable
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    name: str
+    fixes: str
+    upstream: str
+    applies_to: str  # PEP 440 specifier of executorch versions
+    apply: Callable[[], Callable[[], None]]  # applies; returns its undo
+
+    def is_needed(self, executorch_version: str) -> bool:
+        return Version(executorch_version) in SpecifierSet(self.applies_to)
+
+
+_REGISTRY: dict[str, Patch] = {}
+_APPLIED: dict[str, Callable[[], None]] = {}
+
+
+def register(patch: Patch) -> Patch:
+    if patch.name in _REGISTRY:
+        raise ValueError(f"patch name {patch.name!r} is already registered")
+    _REGISTRY[patch.name] = patch
+    return patch
+
+
+def registered_patches() -> list[Patch]:
+    return list(_REGISTRY.values())
+
+
+def installed_executorch_version() -> str:
+    return _dist_version("executorch")
+
+
+def apply_arm_backend_monkey_patch(executorch_version: str | None = None) -> list[str]:
+    """Apply every registered patch needed on ``executorch_version`` (default:
+    the installed one). Returns the names of the patches now in effect."""
+    version = executorch_version or installed_executorch_version()
+    for patch in _REGISTRY.values():
+        if patch.name not in _APPLIED and patch.is_needed(version):
+            _APPLIED[patch.name] = patch.apply()
+    return sorted(_APPLIED)
+
+
+def applied_patches() -> list[str]:
+    return sorted(_APPLIED)
+
+
+def revert_patch(name: str) -> None:
+    """Undo one applied patch (for tests that show a patch is still needed)."""
+    if name not in _APPLIED:
+        raise ValueError(f"patch {name!r} is not applied; applied: {applied_patches()}")
+    _APPLIED.pop(name)()
+
+
+# ---------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------
+#: Seconds model-converter may run for one delegate (env override).
+CONVERTER_TIMEOUT_ENV = "VGF_EXPORT_CONVERTER_TIMEOUT"
+DEFAULT_CONVERTER_TIMEOUT = 300.0
+
+
+def _converter_timeout() -> float:
+    raw = os.environ.get(CONVERTER_TIMEOUT_ENV, "")
+    try:
+        return float(raw) if raw else DEFAULT_CONVERTER_TIMEOUT
+    except ValueError:
+        raise ValueError(
+            f"{CONVERTER_TIMEOUT_ENV} must be a number of seconds, got {raw!r}"
+        ) from None
+
+
+def _apply_converter_timeout() -> Callable[[], None]:
+    from executorch.backends.arm.vgf import backend as vgf_backend
+
+    real = vgf_backend.subprocess
+
+    def run(*args, **kwargs):
+        kwargs.setdefault("timeout", _converter_timeout())
+        return real.run(*args, **kwargs)
+
+    proxy = types.SimpleNamespace(
+        **{name: getattr(real, name) for name in dir(real) if not name.startswith("__")}
+    )
+    proxy.run = run
+    vgf_backend.subprocess = proxy
+
+    def undo() -> None:
+        vgf_backend.subprocess = real
+
+    return undo
+
+
+register(
+    Patch(
+        name="model-converter-timeout",
+        fixes=(
+            "ExecuTorch runs model-converter with no timeout, so a hanging "
+            "converter hangs the export; with the patch it is killed after "
+            f"${CONVERTER_TIMEOUT_ENV} seconds (default {DEFAULT_CONVERTER_TIMEOUT:g}) "
+            "and the export fails at the convert stage."
+        ),
+        upstream="none filed: vgf_compile() in executorch/backends/arm/vgf/backend.py",
+        applies_to=">=1.3",
+        apply=_apply_converter_timeout,
+    )
+)
