@@ -1,0 +1,129 @@
+"""The small models the suite exports. Each is a plain ``nn.Module`` whose
+constructor arguments say everything about it (they appear in case ids)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Resize(nn.Module):
+    """``F.interpolate`` by a scale factor or to a size."""
+
+    def __init__(
+        self,
+        mode: str = "bilinear",
+        *,
+        align_corners: bool | None = None,
+        scale_factor: float | tuple[float, float] | None = None,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__()
+        if (scale_factor is None) == (size is None):
+            raise ValueError("Resize: give exactly one of scale_factor and size")
+        self.mode = mode
+        self.align_corners = align_corners if mode != "nearest" else None
+        self.scale_factor = scale_factor
+        self.size = size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(
+            x,
+            size=self.size,
+            scale_factor=self.scale_factor,
+            mode=self.mode,
+            align_corners=self.align_corners,
+        )
+
+
+class GridSample(nn.Module):
+    def __init__(
+        self, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False
+    ) -> None:
+        super().__init__()
+        self.mode = mode
+        self.padding_mode = padding_mode
+        self.align_corners = align_corners
+
+    def forward(self, image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+        return F.grid_sample(
+            image,
+            grid,
+            mode=self.mode,
+            padding_mode=self.padding_mode,
+            align_corners=self.align_corners,
+        )
+
+
+def _seeded_conv(cin: int, cout: int, seed: int) -> nn.Conv2d:
+    conv = nn.Conv2d(cin, cout, 3, padding=1)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen) * 0.3)
+        conv.bias.copy_(torch.randn(conv.bias.shape, generator=gen) * 0.1)
+    return conv
+
+
+class ConvRelu(nn.Module):
+    """3x3 conv + relu with seeded weights."""
+
+    def __init__(self, channels: int = 4, seed: int = 0) -> None:
+        super().__init__()
+        self.conv = _seeded_conv(channels, channels, seed)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
+class ConvResizeConv(nn.Module):
+    def __init__(self, channels: int = 4, scale_factor: float = 2.0, seed: int = 0) -> None:
+        super().__init__()
+        self.pre = _seeded_conv(channels, channels, seed)
+        self.post = _seeded_conv(channels, channels, seed + 1)
+        self.scale_factor = scale_factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.pre(x))
+        y = F.interpolate(y, scale_factor=self.scale_factor, mode="bilinear", align_corners=False)
+        return self.post(y)
+
+
+class ChainedResize(nn.Module):
+    """Several bilinear resizes in a row, by the given factors."""
+
+    def __init__(self, factors: tuple[float, ...] = (0.5, 2.0)) -> None:
+        super().__init__()
+        self.factors = tuple(factors)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for f in self.factors:
+            x = F.interpolate(x, scale_factor=f, mode="bilinear", align_corners=False)
+        return x
+
+
+class FlowWarp(nn.Module):
+    """Resize a low-resolution flow field to a sampling grid, warp the image."""
+
+    def __init__(self, mode: str = "bilinear", padding_mode: str = "border") -> None:
+        super().__init__()
+        self.mode = mode
+        self.padding_mode = padding_mode
+
+    def forward(self, image: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+        n, _, h, w = image.shape
+        flow = F.interpolate(flow, size=(h, w), mode="bilinear", align_corners=False)
+        grid = flow.permute(0, 2, 3, 1)
+        return F.grid_sample(
+            image, grid, mode=self.mode, padding_mode=self.padding_mode, align_corners=False
+        )
+
+
+class TwoInTwoOut(nn.Module):
+    """Two images in; their blend downscaled and the second upscaled out."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mixed = (a + b) * 0.5
+        down = F.interpolate(mixed, scale_factor=0.5, mode="bilinear", align_corners=False)
+        up = F.interpolate(b, scale_factor=2.0, mode="nearest")
+        return down, up

@@ -1,0 +1,81 @@
+"""The patch registry: version gating, idempotence, and the converter timeout."""
+
+import stat
+import time
+
+import pytest
+import torch
+
+from conformance.models import Resize
+from vgf_export import ExportStageError, export_model, patches
+from vgf_export.patches import Patch
+
+
+def test_every_patch_says_what_it_fixes_and_where():
+    assert patches.registered_patches()
+    for patch in patches.registered_patches():
+        assert patch.name and patch.fixes and patch.upstream and patch.applies_to
+        patch.is_needed("1.5.1")  # the specifier parses
+
+
+def test_patches_apply_once(monkeypatch):
+    calls = []
+
+    def apply():
+        calls.append(1)
+        return lambda: calls.append(-1)
+
+    monkeypatch.setattr(patches, "_REGISTRY", {})
+    monkeypatch.setattr(patches, "_APPLIED", {})
+    patches.register(Patch("p", "fixes x", "issue", ">=1.0", apply))
+    assert patches.apply_arm_backend_monkey_patch("1.5.1") == ["p"]
+    assert patches.apply_arm_backend_monkey_patch("1.5.1") == ["p"]
+    assert calls == [1]
+    patches.revert_patch("p")
+    assert calls == [1, -1] and patches.applied_patches() == []
+
+
+def test_patch_outside_its_versions_is_not_applied(monkeypatch):
+    monkeypatch.setattr(patches, "_REGISTRY", {})
+    monkeypatch.setattr(patches, "_APPLIED", {})
+    patches.register(Patch("old", "fixes 1.2", "issue", "<1.3", lambda: (lambda: None)))
+    assert patches.apply_arm_backend_monkey_patch("1.5.1") == []
+    assert patches.apply_arm_backend_monkey_patch("1.2.0") == ["old"]
+
+
+def test_duplicate_names_are_refused(monkeypatch):
+    monkeypatch.setattr(patches, "_REGISTRY", {})
+    patch = Patch("p", "x", "y", ">=1", lambda: (lambda: None))
+    patches.register(patch)
+    with pytest.raises(ValueError, match="already registered"):
+        patches.register(patch)
+
+
+def test_revert_of_unapplied_patch_names_it():
+    with pytest.raises(ValueError, match="'nope' is not applied"):
+        patches.revert_patch("nope")
+
+
+def test_converter_timeout_fails_the_convert_stage(tmp_path, monkeypatch):
+    fake = tmp_path / "model-converter"
+    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("MODEL_CONVERTER_PATH", str(fake))
+    monkeypatch.setenv(patches.CONVERTER_TIMEOUT_ENV, "1")
+    start = time.monotonic()
+    with pytest.raises(ExportStageError) as info:
+        export_model(
+            Resize(scale_factor=0.5, align_corners=False),
+            (torch.rand(1, 4, 8, 8),),
+            artifacts_root=tmp_path / "art",
+            enable_pt2e_quantization=False,
+        )
+    assert info.value.stage == "convert"
+    assert "timed out" in str(info.value)
+    assert time.monotonic() - start < 30
+
+
+def test_converter_timeout_must_be_a_number(monkeypatch):
+    monkeypatch.setenv(patches.CONVERTER_TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match="VGF_EXPORT_CONVERTER_TIMEOUT must be a number"):
+        patches._converter_timeout()
