@@ -1,0 +1,214 @@
+"""Goldens: one readable JSON file per case, kept by syrupy.
+
+A golden holds, in sections (each a top-level key):
+
+``case``          the case's declarative parameters (what was exported)
+``graph``         the top-level edge graph, one line per node
+``delegates``     each delegate's backend and ops, in order
+``cpu_ops``       ops left on the CPU
+``io_quant_params`` the stripped IO quantization parameters
+``tosa``          each VGF delegate's TOSA operators and the attributes that matter
+``vgf``           each VGF delegate's segment sequence (from vgf_dump)
+``grid_sampler``  each grid-sampler delegate's payload
+``numerics``      rounded error statistics (when the numerics tier ran)
+
+Keys are sorted, floats rounded, and nothing machine- or version-specific
+(paths, timestamps, tool versions) goes in, so a diff reads like a changelog
+of ExecuTorch's behaviour. Files live in ``golden/<test module>/<case id>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from syrupy.data import Snapshot, SnapshotCollection
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+# The builders below import the export stack lazily: pytest loads this module
+# (for the syrupy extension) in processes that never export anything.
+
+#: Where goldens live; VGF_GOLDEN_DIR overrides it (the suite's own tests use that).
+GOLDEN_ROOT = Path(
+    os.environ.get("VGF_GOLDEN_DIR", Path(__file__).resolve().parent.parent / "golden")
+)
+#: The test function whose snapshots are goldens (syrupy names snapshots by test).
+GOLDEN_TEST = "test_golden"
+SECTIONS = (
+    "case", "graph", "delegates", "cpu_ops", "io_quant_params",
+    "tosa", "vgf", "grid_sampler", "numerics",
+)
+SIGNIFICANT_DIGITS = 6
+
+
+def round_floats(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
+    """Round every float to ``digits`` significant digits, recursively."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {str(k): round_floats(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [round_floats(v, digits) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Sections
+# ---------------------------------------------------------------------------
+_DIM_ORDER_NAMES = {(0, 1, 2, 3): "NCHW", (0, 2, 3, 1): "NHWC"}
+
+
+def _tensor_text(val) -> str:
+    shape = "x".join(str(int(s)) for s in val.shape)
+    dtype = str(val.dtype).removeprefix("torch.")
+    order = tuple(val.dim_order())
+    layout = _DIM_ORDER_NAMES.get(order, "") if len(order) == 4 else ""
+    if len(order) == 4 and not layout:
+        layout = "dim_order=" + "".join(map(str, order))
+    return f"{dtype}[{shape}]" + (f" {layout}" if layout else "")
+
+
+def graph_section(edge_program) -> list[str]:
+    """One line per node of the top-level graph: what it is, its tensor, and
+    which earlier lines feed it."""
+    from vgf_export.reports import op_name
+
+    graph = edge_program.exported_program().graph_module.graph
+    index: dict[Any, int] = {}
+    lines: list[str] = []
+    delegate_count = 0
+    for node in graph.nodes:
+        if node.op == "get_attr":
+            continue
+        args = [index[a] for a in node.all_input_nodes if a in index]
+        feeds = f" <- {args}" if args else ""
+        val = node.meta.get("val")
+        tensor = f" {_tensor_text(val)}" if hasattr(val, "dim_order") else ""
+        if node.op == "placeholder":
+            text = f"input {node.name}{tensor}"
+        elif node.op == "output":
+            text = "output"
+        elif op_name(node) == "executorch_call_delegate":
+            text = f"delegate {delegate_count}"
+            delegate_count += 1
+        else:
+            text = f"{op_name(node)}{tensor}"
+        index[node] = len(lines)
+        lines.append(f"[{len(lines)}] {text}{feeds}")
+    return lines
+
+
+_SCALAR_TYPES = {"CHAR": "int8", "SHORT": "int16", "BYTE": "uint8", "INT": "int32"}
+
+
+def io_section(io_quant_params: dict) -> dict:
+    section: dict[str, dict] = {}
+    for side in ("inputs", "outputs"):
+        section[side] = {}
+        for name, params in io_quant_params.get(side, {}).items():
+            entry = dict(params)
+            dtype = entry.get("dtype")
+            if dtype is not None and not isinstance(dtype, str):
+                entry["dtype"] = _SCALAR_TYPES.get(getattr(dtype, "name", ""), str(dtype))
+            section[side][name] = entry
+    return section
+
+
+def build_golden(case, result, numerics: dict | None = None) -> dict:
+    """All sections of one case's golden, from its export result."""
+    from conformance.summaries import golden_tosa, golden_vgf, summarize_tosa, summarize_vgf
+    from vgf_export.grid_sampler_backend import GridSamplerPayload
+
+    report = result.report
+    tosa, vgf, grid_sampler = [], [], []
+    for path in result.artifacts.delegate_files():
+        index = int(path.name.split("_", 1)[0])
+        if path.suffix == ".tosa":
+            tosa.append({"delegate": index, **golden_tosa(summarize_tosa(path.read_bytes()))})
+        elif path.suffix == ".vgf":
+            vgf.append({"delegate": index, **golden_vgf(summarize_vgf(str(path)))})
+        elif path.suffix == ".json":
+            payload = GridSamplerPayload.from_bytes(path.read_bytes()).to_dict()
+            grid_sampler.append({"delegate": index, **payload})
+    golden = {
+        "case": case.describe(),
+        "graph": graph_section(result.edge_program),
+        "delegates": [{"backend": d.backend, "ops": d.ops} for d in report.delegates],
+        "cpu_ops": report.cpu_ops,
+        "io_quant_params": io_section(report.io_quant_params),
+        "tosa": tosa,
+        "vgf": vgf,
+        "grid_sampler": grid_sampler,
+    }
+    if numerics is not None:
+        golden["numerics"] = numerics
+    return round_floats(golden)
+
+
+def serialize(golden: dict) -> str:
+    return json.dumps(golden, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def changed_sections(stored_text: str | None, golden: dict) -> list[str]:
+    """Sections that differ from the stored golden ("<new>" when none is stored)."""
+    if stored_text is None:
+        return ["<new>"]
+    stored, current = json.loads(stored_text), json.loads(serialize(golden))
+    keys = [k for k in SECTIONS if k in stored or k in current]
+    keys += sorted((set(stored) | set(current)) - set(SECTIONS))
+    return [k for k in keys if stored.get(k) != current.get(k)]
+
+
+# ---------------------------------------------------------------------------
+# syrupy extension
+# ---------------------------------------------------------------------------
+def case_id_of(test_location) -> str:
+    """The case id in a test's name, e.g. ``test_golden[<case id>]``."""
+    name = test_location.nodename or ""
+    return name[name.index("[") + 1 : name.rindex("]")] if "[" in name else name
+
+
+class GoldenExtension(SingleFileSnapshotExtension):
+    """Stores each case's golden as ``golden/<test module>/<case id>.json``.
+
+    syrupy names a snapshot after its test (``test_golden[<case id>]``); this
+    extension keeps that name internally but uses the bare case id as the file
+    name, and tells syrupy which file belongs to which test, so that unused
+    goldens are still detected (and, with ``--snapshot-update``, removed).
+    """
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "json"
+
+    def serialize(self, data, *, exclude=None, include=None, matcher=None) -> str:
+        return serialize(data)
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        return str(GOLDEN_ROOT / test_location.basename)
+
+    @classmethod
+    def discovery_dirname(cls, *, test_location) -> str:
+        return cls.dirname(test_location=test_location)
+
+    @classmethod
+    def get_file_basename(cls, *, test_location, index) -> str:
+        return case_id_of(test_location)
+
+    def read_snapshot_collection(self, *, snapshot_location: str) -> SnapshotCollection:
+        collection = SnapshotCollection(location=snapshot_location)
+        collection.add(Snapshot(name=f"{GOLDEN_TEST}[{Path(snapshot_location).stem}]"))
+        return collection
+
+    @classmethod
+    def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
+        path = Path(snapshot_location)
+        return (
+            path.parent.name == test_location.basename
+            and path.stem == case_id_of(test_location)
+        )

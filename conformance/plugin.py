@@ -1,0 +1,193 @@
+"""pytest plugin of the conformance suite: options, per-case marks, report.
+
+Options:
+  --vgf-report DIR      write DIR/report.json and DIR/report.md
+  --vgf-artifacts DIR   keep each case's export artifacts in DIR/<case id>
+                        (default: a fresh directory under pytest's basetemp)
+
+Every test of a case is marked ``xdist_group(<case id>)`` (its tests stay on
+one worker under ``--dist loadgroup``), ``quick`` when the case is in the
+pull-request tier, and, when the case has an Expectation, a strict xfail that
+only an :class:`ExpectedStageFailure` satisfies.
+
+The report is gathered from the tests' ``user_properties`` on the controller,
+so it is the same with and without xdist.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from conformance.runner import ExpectedStageFailure
+
+REPORT_KEY = "vgf_case"
+OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
+
+
+# ---------------------------------------------------------------------------
+# Options, marks, parametrization
+# ---------------------------------------------------------------------------
+def pytest_addoption(parser):
+    group = parser.getgroup("vgf-conformance")
+    group.addoption("--vgf-report", metavar="DIR", default=None,
+                    help="write the conformance report (report.json, report.md) to DIR")
+    group.addoption("--vgf-artifacts", metavar="DIR", default=None,
+                    help="keep each case's export artifacts under DIR/<case id> "
+                         "(DIR must not hold artifacts of the same cases)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quick: the representative pull-request subset")
+    config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        config.pluginmanager.register(CaseReport(config), "vgf-case-report")
+
+
+def case_params(cases: dict) -> list:
+    """``pytest.param`` per case, carrying its marks."""
+    params = []
+    for case_id, case in cases.items():
+        marks = [pytest.mark.xdist_group(case_id)]
+        if case.quick:
+            marks.append(pytest.mark.quick)
+        if case.expect is not None:
+            marks.append(
+                pytest.mark.xfail(
+                    raises=ExpectedStageFailure,
+                    strict=True,
+                    reason=f"[{case.expect.stage}] {case.expect.reason}",
+                )
+            )
+        params.append(pytest.param(case_id, marks=marks, id=case_id))
+    return params
+
+
+@pytest.fixture(scope="session")
+def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
+    option = request.config.getoption("--vgf-artifacts")
+    if option is None:
+        return tmp_path_factory.mktemp("vgf-artifacts", numbered=True)
+    path = Path(option)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Recording and the report
+# ---------------------------------------------------------------------------
+def record_case(request, case_run, **extra) -> None:
+    """Attach the case's summary (and ``extra`` fields) to this test's report."""
+    data = case_run.summary()
+    data.update(extra)
+    request.node.user_properties.append((REPORT_KEY, data))
+
+
+def _outcome(report) -> str:
+    if report.when != "call" and report.failed:
+        return "error"
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.failed and "XPASS(strict)" in str(report.longrepr):
+        return "xpassed"
+    return report.outcome
+
+
+def _case_id(nodeid: str) -> str | None:
+    if "test_cases.py::" not in nodeid or "[" not in nodeid:
+        return None
+    return nodeid[nodeid.index("[") + 1 : nodeid.rindex("]")]
+
+
+class CaseReport:
+    """Gathers per-case records from test reports; writes --vgf-report."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.cases: dict[str, dict] = defaultdict(dict)
+
+    def pytest_runtest_logreport(self, report) -> None:
+        case_id = _case_id(report.nodeid)
+        if case_id is None:
+            return
+        entry = self.cases[case_id]
+        for key, value in report.user_properties:
+            if key == REPORT_KEY:
+                entry.update(value)
+        if report.when == "call" or report.failed or report.skipped:
+            test = report.nodeid.split("::")[-1].split("[")[0]
+            entry.setdefault("tests", {})[test] = _outcome(report)
+
+    def pytest_sessionfinish(self, session) -> None:
+        directory = self.config.getoption("--vgf-report")
+        if directory is None:
+            return
+        report = build_report(self.cases)
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        (out / "report.md").write_text(render_markdown(report))
+
+
+def _case_outcome(tests: dict[str, str]) -> str:
+    outcomes = set(tests.values())
+    for outcome in OUTCOME_ORDER:
+        if outcome in outcomes:
+            if outcome == "skipped" and outcomes - {"skipped"}:
+                continue
+            return outcome
+    return "passed"
+
+
+def build_report(cases: dict[str, dict]) -> dict:
+    rows = []
+    for case_id in sorted(cases):
+        entry = dict(cases[case_id])
+        tests = entry.pop("tests", {})
+        entry.setdefault("id", case_id)
+        entry["outcome"] = _case_outcome(tests)
+        entry["tests"] = dict(sorted(tests.items()))
+        entry.setdefault("golden_changed", [])
+        for key in ("stage", "delegates", "cpu_ops"):
+            entry.setdefault(key, None if key == "stage" else [])
+        rows.append(entry)
+    return {"cases": rows}
+
+
+def render_markdown(report: dict) -> str:
+    cases = report["cases"]
+    by_outcome = Counter(c["outcome"] for c in cases)
+    families = sorted({c.get("family", "?") for c in cases})
+    lines = ["# VGF conformance report", "", f"{len(cases)} cases.", "",
+             "## By outcome", "", "| outcome | cases |", "|---|---|"]
+    lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
+    lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
+              "|---|" + "---|" * len(OUTCOME_ORDER)]
+    for family in families:
+        counts = Counter(c["outcome"] for c in cases if c.get("family", "?") == family)
+        lines.append(f"| {family} | " + " | ".join(str(counts[o]) for o in OUTCOME_ORDER) + " |")
+    delegated = Counter()
+    for c in cases:
+        backends = sorted({d["backend"] for d in c.get("delegates") or []})
+        shape = "+".join(backends) or "none"
+        if c.get("cpu_ops"):
+            shape += " (+CPU ops)"
+        delegated[shape] += 1
+    lines += ["", "## Delegation", "", "| delegates | cases |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(delegated.items())]
+    changed = [c for c in cases if c["golden_changed"]]
+    if changed:
+        lines += ["", "## Golden changes", "", "| case | sections |", "|---|---|"]
+        lines += [f"| {c['id']} | {', '.join(c['golden_changed'])} |" for c in changed]
+    bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
+    if bad:
+        lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
+        for c in bad:
+            error = (c.get("error") or "").splitlines()[0][:160] if c.get("error") else ""
+            lines.append(f"| {c['id']} | {c['outcome']} | {c.get('stage')} | {error} |")
+    return "\n".join(lines) + "\n"
+
+

@@ -1,0 +1,131 @@
+"""Running one case: export it once, build everything its tests check.
+
+:func:`run_case` never raises for a toolchain failure: it returns a
+:class:`CaseRun` that records the stage reached, the failure (stage, error,
+the tail of its message) and, on success, the golden sections. The tests of
+the case then assert on it, so a case is exported exactly once per run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import traceback
+from pathlib import Path
+
+from conformance.cases import STAGES, Case
+from conformance.golden import build_golden
+from vgf_export import ExportResult, ExportStageError, export_model
+
+#: Lines of an error message kept in failures and reports.
+TAIL_LINES = 25
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    rows = text.strip().splitlines()
+    if len(rows) <= lines:
+        return "\n".join(rows)
+    return "\n".join([f"... ({len(rows) - lines} lines above)"] + rows[-lines:])
+
+
+class ExpectedStageFailure(Exception):
+    """A case failed exactly as its Expectation says (strict xfail)."""
+
+
+class CaseFailure(AssertionError):
+    """A case failed at a stage it was not expected to fail at."""
+
+
+@dataclasses.dataclass
+class StageFailure:
+    stage: str
+    error_type: str
+    message: str
+
+    def describe(self) -> str:
+        return f"[{self.stage}] {self.error_type}: {self.message}"
+
+
+@dataclasses.dataclass
+class CaseRun:
+    case: Case
+    artifacts: Path
+    stage: str  # the last stage reached (where it failed, if it failed)
+    failure: StageFailure | None = None
+    result: ExportResult | None = None
+    golden: dict | None = None
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def fail(self, failure: StageFailure) -> None:
+        """Raise for ``failure``: as expected (xfail) or as a real failure."""
+        expect = self.case.expect
+        if (
+            expect is not None
+            and failure.stage == expect.stage
+            and re.search(expect.match, f"{failure.error_type}: {failure.message}")
+        ):
+            raise ExpectedStageFailure(f"{failure.describe()}\n(expected: {expect.reason})")
+        hint = ""
+        if expect is not None:
+            hint = f"\nexpected instead: [{expect.stage}] /{expect.match}/ ({expect.reason})"
+        raise CaseFailure(
+            f"case {self.case.id} failed at stage '{failure.stage}'\n"
+            f"{failure.describe()}\nartifacts: {self.artifacts}{hint}"
+        )
+
+    def require_export(self) -> ExportResult:
+        """The export result, or raise for the stage that failed."""
+        if self.failure is not None and STAGES.index(self.failure.stage) < STAGES.index("run"):
+            self.fail(self.failure)
+        assert self.result is not None
+        return self.result
+
+    def summary(self) -> dict:
+        """What the report records of this case (JSON-native)."""
+        delegates, cpu_ops = [], []
+        if self.result is not None:
+            delegates = [{"backend": d.backend, "ops": d.ops} for d in self.result.report.delegates]
+            cpu_ops = list(self.result.report.cpu_ops)
+        return {
+            "id": self.case.id,
+            "family": self.case.family,
+            "quick": self.case.quick,
+            "stage": self.stage,
+            "error": self.failure.describe() if self.failure else None,
+            "delegates": delegates,
+            "cpu_ops": cpu_ops,
+            # Run-specific (where the files went, how long it took): the rest
+            # of a case's record is the same from one run to the next.
+            "run": {
+                "artifacts": str(self.artifacts),
+                "seconds": {k: round(v, 3) for k, v in sorted(self.seconds.items())},
+            },
+        }
+
+
+def run_case(case: Case, artifacts_root: Path) -> CaseRun:
+    artifacts = artifacts_root / case.id
+    run = CaseRun(case=case, artifacts=artifacts, stage="export")
+    start = time.perf_counter()
+    try:
+        inputs = case.make_inputs()
+        run.result = export_model(
+            case.model(), inputs, artifacts_root=artifacts, **case.export_kwargs()
+        )
+    except ExportStageError as error:
+        run.stage = error.stage
+        run.failure = StageFailure(error.stage, type(error.cause).__name__, tail(str(error.cause)))
+        run.seconds["export_total"] = time.perf_counter() - start
+        return run
+    except Exception as error:  # a bug of the case or of the flow itself
+        run.failure = StageFailure("export", type(error).__name__, tail(traceback.format_exc()))
+        run.seconds["export_total"] = time.perf_counter() - start
+        return run
+    run.seconds.update(run.result.stage_seconds)
+    run.seconds["export_total"] = time.perf_counter() - start
+    run.stage = "serialize"
+    start = time.perf_counter()
+    run.golden = build_golden(case, run.result)
+    run.seconds["golden"] = time.perf_counter() - start
+    return run
