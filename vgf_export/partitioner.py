@@ -40,6 +40,11 @@ def make_vgf_partitioner(
     return partitioner
 
 
+def _tag_order(tag: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in tag if ch.isdigit())
+    return (int(digits) if digits else -1, tag)
+
+
 def _is_grid_sampler(node) -> bool:
     return node.op == "call_function" and node.target == _GRID_SAMPLER_2D
 
@@ -109,7 +114,13 @@ class VgfPartitionerWrapper(Partitioner):
                 del node.meta["delegation_tag"]
 
         active = {n.meta["delegation_tag"] for n in graph.nodes if "delegation_tag" in n.meta}
+        # ExecuTorch lowers partitions in the order of this dict. Arm's
+        # partitioner builds it from a set of tag strings, whose order changes
+        # with PYTHONHASHSEED, and so would the lowered graph (node order,
+        # delegate input order, output names). Sort for a deterministic export.
         result.partition_tags = {
-            tag: spec for tag, spec in result.partition_tags.items() if tag in active
+            tag: result.partition_tags[tag]
+            for tag in sorted(result.partition_tags, key=_tag_order)
+            if tag in active
         }
         return result
