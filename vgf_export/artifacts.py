@@ -15,6 +15,7 @@ Nothing already there is replaced unless ``overwrite`` is asked for.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import shutil
@@ -110,4 +111,6 @@ def write(paths: ArtifactPaths, edge_program, report: ExportReport) -> None:
         json.dumps(report.io_quant_params, indent=2, sort_keys=True) + "\n"
     )
     paths.report.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
-    paths.program.write_bytes(edge_program.to_executorch().buffer)
+    # to_executorch() rewrites the program it is given (out variants, memory
+    # planning); serialize a copy so the caller's edge program stays intact.
+    paths.program.write_bytes(copy.deepcopy(edge_program).to_executorch().buffer)
