@@ -31,10 +31,9 @@ def enable_vgf_debug_logging(verbose: bool) -> None:
         logging.getLogger(name).setLevel(level)
 
 
-def op_name(node: Node) -> str:
+def target_name(target) -> str:
     """Stable name of a call_function target: ``aten.add.Tensor``,
     ``quantized_decomposed.quantize_per_tensor.default``, ``getitem``."""
-    target = node.target
     name = getattr(target, "_name", None) or getattr(target, "__name__", None) or str(target)
     overload = getattr(target, "_overloadname", None)
     if "::" in name:
@@ -42,6 +41,10 @@ def op_name(node: Node) -> str:
         if overload and not name.endswith(f".{overload}"):
             name = f"{name}.{overload}"
     return name
+
+
+def op_name(node: Node) -> str:
+    return target_name(node.target)
 
 
 def call_functions(graph_module: GraphModule) -> list[Node]:
