@@ -42,6 +42,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "quick: the representative pull-request subset")
+    config.addinivalue_line("markers", "vulkan: runs on the Vulkan stack (scenario runner, llvmpipe)")
     config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
@@ -108,20 +109,39 @@ class CaseReport:
     def __init__(self, config) -> None:
         self.config = config
         self.cases: dict[str, dict] = defaultdict(dict)
+        self.workers: dict[str, set[str]] = defaultdict(set)
 
     def pytest_runtest_logreport(self, report) -> None:
         case_id = _case_id(report.nodeid)
         if case_id is None:
             return
         entry = self.cases[case_id]
+        node = getattr(report, "node", None)  # the xdist worker that ran it
+        if node is not None:
+            self.workers[case_id].add(node.gateway.id)
         for key, value in report.user_properties:
-            if key == REPORT_KEY:
-                entry.update(value)
+            if key != REPORT_KEY:
+                continue
+            for field, data in value.items():
+                if isinstance(data, dict) and isinstance(entry.get(field), dict):
+                    entry[field] = {**entry[field], **data}
+                else:
+                    entry[field] = data
         if report.when == "call" or report.failed or report.skipped:
             test = report.nodeid.split("::")[-1].split("[")[0]
             entry.setdefault("tests", {})[test] = _outcome(report)
 
     def pytest_sessionfinish(self, session) -> None:
+        split = sorted(case for case, workers in self.workers.items() if len(workers) > 1)
+        if split:
+            # Each case must be exported once, on one worker (--dist loadgroup
+            # with its xdist_group mark). pytest 9.2 silently breaks that
+            # grouping with pytest-xdist 3.8 (pytest-dev/pytest-xdist#1386).
+            session.config.get_terminal_writer().line(
+                f"ERROR: {len(split)} case(s) ran on several xdist workers and were exported "
+                f"more than once (e.g. {split[0]}): --dist loadgroup is not grouping; "
+                "check the pinned pytest and pytest-xdist versions", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         directory = self.config.getoption("--vgf-report")
         if directory is None:
             return

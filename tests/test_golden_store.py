@@ -1,0 +1,119 @@
+"""Goldens under pytest-xdist: --snapshot-update writes only what changed,
+loses nothing, and unused goldens are reported (and removed only on a full
+update). Runs a small stand-in suite with the real GoldenExtension."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conformance.golden import changed_sections, round_floats, serialize
+
+REPO = Path(__file__).resolve().parent.parent
+
+SUITE = """
+import json, os, pytest
+from conformance.golden import GoldenExtension
+
+DATA = json.loads(open(os.environ["GOLDEN_TEST_DATA"]).read())
+
+@pytest.fixture
+def golden(snapshot):
+    return snapshot.use_extension(GoldenExtension)
+
+@pytest.fixture(scope="session", params=[pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in sorted(DATA)])
+def case(request):
+    return request.param
+
+def test_golden(case, golden):
+    assert golden == DATA[case]
+
+def test_other(case):
+    pass
+"""
+
+
+@pytest.fixture
+def suite(pytester, tmp_path, monkeypatch):
+    golden_dir = tmp_path / "golden"
+    data_file = tmp_path / "data.json"
+    monkeypatch.setenv("VGF_GOLDEN_DIR", str(golden_dir))
+    monkeypatch.setenv("GOLDEN_TEST_DATA", str(data_file))
+    monkeypatch.setenv("PYTHONPATH", str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # When this test itself runs under xdist, the inner pytest must not
+    # believe it is a worker (syrupy then skips unused-golden detection).
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_cases=SUITE)
+
+    def run(data: dict, *args):
+        data_file.write_text(json.dumps(data))
+        return pytester.runpytest_subprocess(
+            "-p", "xdist", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider", *args
+        )
+
+    def files():
+        return {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in (golden_dir / "test_cases").glob("*.json")}
+
+    return run, files
+
+
+def test_update_under_xdist_writes_only_what_changed(suite):
+    run, files = suite
+    data = {c: {"graph": [c], "delegates": [1, 2]} for c in "abcd"}
+    assert run(data, "--snapshot-update").ret == 0
+    before = files()
+    assert sorted(before) == ["a.json", "b.json", "c.json", "d.json"]
+    assert json.loads(before["a.json"][0]) == data["a"]
+
+    data["b"] = {"graph": ["b", "changed"], "delegates": [1, 2]}
+    assert run(data).ret != 0  # a change fails without --snapshot-update
+    assert run(data, "--snapshot-update").ret == 0
+    after = files()
+    assert sorted(after) == sorted(before)
+    assert after["b.json"] != before["b.json"]
+    for name in ("a.json", "c.json", "d.json"):
+        assert after[name] == before[name], f"{name} was rewritten"
+
+
+def test_loadgroup_keeps_each_case_on_one_worker(suite):
+    # The suite's "one export per case" rests on this (pytest-dev/pytest-xdist#1386).
+    run, _ = suite
+    result = run({c: {"graph": [c]} for c in ("c1", "c2", "c3", "c4")}, "--snapshot-update")
+    assert result.ret == 0
+    workers = {}
+    for line in result.stdout.lines:
+        if line.startswith("[gw") and "PASSED" in line:
+            nodeid = line.split()[-1]
+            case = nodeid[nodeid.index("[") + 1: nodeid.rindex("]")]
+            workers.setdefault(case, set()).add(line.split()[0])
+    assert len(workers) == 4
+    assert all(len(w) == 1 for w in workers.values()), workers
+
+
+def test_unused_goldens_are_reported_and_only_removed_on_a_full_update(suite):
+    run, files = suite
+    data = {c: {"graph": [c]} for c in ("case-one", "case-two", "case-gone")}
+    assert run(data, "--snapshot-update").ret == 0
+    del data["case-gone"]
+    result = run(data)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*1 snapshot unused*"])
+    assert "case-gone.json" in files()
+    assert run(data, "--snapshot-update", "-k", "case-one").ret == 0  # partial: keeps it
+    assert "case-gone.json" in files()
+    assert run(data, "--snapshot-update").ret == 0  # full: removes it
+    assert sorted(files()) == ["case-one.json", "case-two.json"]
+
+
+def test_serialized_goldens_are_sorted_and_rounded():
+    text = serialize(round_floats({"b": 1.0000001234, "a": [0.1 + 0.2]}))
+    assert text == '{\n  "a": [\n    0.3\n  ],\n  "b": 1.0\n}\n'
+
+
+def test_changed_sections_names_sections_in_order():
+    stored = serialize({"case": 1, "graph": [1], "tosa": [1]})
+    assert changed_sections(stored, {"case": 1, "graph": [2], "tosa": [2]}) == ["graph", "tosa"]
+    assert changed_sections(stored, {"case": 1, "graph": [1], "tosa": [1]}) == []
+    assert changed_sections(None, {"case": 1}) == ["<new>"]
