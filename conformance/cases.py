@@ -55,7 +55,10 @@ class Expectation:
 class InputSpec:
     """One seeded example input.
 
-    kind: "image" (uniform in [-1, 1]), "image_clip" (uniform in
+    kind: "image" (uniform noise in [-1, 1]), "smooth" (a smooth random
+    image in [-1, 1]: 5x5 random control points upsampled, so that resizes which sample
+    other pixels than the direct resize, such as the split of large
+    downscales, stay comparable to float), "image_clip" (uniform in
     [-1.25, 1.25]: beyond the SNORM range, so the int8 boundary clips),
     "grid:<name>" (a sampling grid, see ``_grid``), "flow" (a small flow
     field in [-0.25, 0.25]).
@@ -75,8 +78,10 @@ class Case:
     output_qspecs: tuple[str, ...]  # names in QSPECS, one per output
     options: dict = dataclasses.field(default_factory=dict)  # export_model options
     expect: Expectation | None = None
-    tolerance: Tolerance | None = None
+    tolerance: Tolerance | None = None  # overrides the family and trait tolerances
     quick: bool = False
+    #: Properties that loosen tolerances (see conformance.tolerances.TRAIT_TOLERANCES).
+    traits: frozenset[str] = frozenset()
 
     @property
     def quantized(self) -> bool:
@@ -95,8 +100,17 @@ class Case:
             kwargs["grid_sampler_grid_input_qspec"] = QSPECS[kwargs["grid_sampler_grid_input_qspec"]]()
         return kwargs
 
-    def get_tolerance(self) -> Tolerance:
-        return self.tolerance or tolerance_for(self)
+    @property
+    def all_traits(self) -> frozenset[str]:
+        """The declared traits plus the ones the IO implies."""
+        traits = set(self.traits)
+        if (not self.quantized or "float" in self.input_qspecs + self.output_qspecs
+                or self.options.get("quantize_grid_sample_output") is False):
+            traits.add("float-io")
+        return frozenset(traits)
+
+    def get_tolerance(self, output: int = 0) -> Tolerance:
+        return self.tolerance or tolerance_for(self, output)
 
     def describe(self) -> dict:
         """The declarative parameters, as they appear at the top of the golden."""
@@ -107,6 +121,7 @@ class Case:
             "input_qspecs": list(self.input_qspecs),
             "output_qspecs": list(self.output_qspecs),
             "options": {k: v for k, v in sorted(self.options.items())},
+            "traits": sorted(self.all_traits),
         }
 
 
@@ -132,6 +147,11 @@ def _grid(name: str, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tens
 def _make_input(spec: InputSpec, gen: torch.Generator) -> torch.Tensor:
     if spec.kind == "image":
         return torch.rand(spec.shape, generator=gen) * 2 - 1
+    if spec.kind == "smooth":
+        n, c, h, w = spec.shape
+        coarse = torch.rand((n, c, 5, 5), generator=gen) * 2 - 1
+        smooth = torch.nn.functional.interpolate(coarse, size=(h, w), mode="bicubic", align_corners=True)
+        return smooth.clamp(-1, 1)
     if spec.kind == "image_clip":
         return torch.rand(spec.shape, generator=gen) * 2.5 - 1.25
     if spec.kind == "flow":
@@ -201,18 +221,35 @@ QUICK_RESIZE = {
 }
 
 
-def _resize_case(name: str, model_kwargs: dict, shape, io=("int8", "int8"), **extra) -> Case:
+def _is_split(model_kwargs: dict, in_hw, out_hw) -> bool:
+    """Whether the resize split pass rewrites this resize (bilinear,
+    align_corners=False, a downscale by 16 or more on an axis)."""
+    if model_kwargs.get("mode") != "bilinear" or model_kwargs.get("align_corners"):
+        return False
+    return any(i >= 16 * o for i, o in zip(in_hw, out_hw))
+
+
+def _resize_case(name: str, model_kwargs: dict, shape, io=("int8", "int8"), out_hw=None,
+                 kind="smooth", traits=(), **extra) -> Case:
     case_id = f"resize-{name}-{_io_suffix((io[0],), (io[1],))}"
+    if kind == "image_clip":
+        case_id = f"resize-{name}-clip-{_io_suffix((io[0],), (io[1],))}"
+        traits = (*traits, "clipped-inputs")
+    if out_hw is not None and _is_split(model_kwargs, shape[2:], out_hw):
+        traits = (*traits, "split-resize")
+    if model_kwargs.get("align_corners"):
+        traits = (*traits, "align-corners-resize")
     if extra.get("options", {}).get("enable_pt2e_quantization") is False:
         case_id = f"resize-{name}-fp"
     return Case(
         id=case_id,
         family="resize",
         model=lambda: models.Resize(**model_kwargs),
-        inputs=(InputSpec("image", shape),),
+        inputs=(InputSpec(kind, shape),),
         input_qspecs=(io[0],),
         output_qspecs=(io[1],),
         quick=case_id in QUICK_RESIZE or extra.pop("quick", False),
+        traits=frozenset(traits),
         **extra,
     )
 
@@ -223,20 +260,24 @@ def _resize_cases() -> list[Case]:
         for f in RESIZE_FACTORS:
             k, size_in = _factor_sizes(f)
             shape = (1, 4, size_in, size_in + f.denominator)
+            out_hw = (f.numerator * k, f.numerator * (k + 1))
             cases.append(
-                _resize_case(f"{mode_name}-{_factor_id(f)}", dict(mode, scale_factor=float(f)), shape)
+                _resize_case(f"{mode_name}-{_factor_id(f)}", dict(mode, scale_factor=float(f)),
+                             shape, out_hw=out_hw)
             )
         for fh, fw in RESIZE_AXIS_FACTORS:
-            _, h = _factor_sizes(fh)
-            _, w = _factor_sizes(fw)
+            kh, h = _factor_sizes(fh)
+            kw, w = _factor_sizes(fw)
             name = f"{mode_name}-h{_frac_id(fh)}-w{_frac_id(fw)}"
             cases.append(
-                _resize_case(name, dict(mode, scale_factor=(float(fh), float(fw))), (1, 4, h, w))
+                _resize_case(name, dict(mode, scale_factor=(float(fh), float(fw))), (1, 4, h, w),
+                             out_hw=(fh.numerator * kh, fw.numerator * kw))
             )
         for (hi, wi), (ho, wo) in RESIZE_SIZES:
             cases.append(
                 _resize_case(
-                    f"{mode_name}-size{hi}x{wi}-{ho}x{wo}", dict(mode, size=(ho, wo)), (1, 4, hi, wi)
+                    f"{mode_name}-size{hi}x{wi}-{ho}x{wo}", dict(mode, size=(ho, wo)), (1, 4, hi, wi),
+                    out_hw=(ho, wo),
                 )
             )
     return cases
@@ -246,7 +287,10 @@ def _resize_cases() -> list[Case]:
 # grid_sample
 # ---------------------------------------------------------------------------
 GRID_IMAGE = (12, 16)  # H, W of the sampled image (non-square on purpose)
-GRID_OUT = (6, 10)  # H, W of the grid and the output
+#: H, W of the grid and the output. Identity and zoom grids have the image's
+#: size: at (6, 10) their coordinates land on texel ties (x.5), where nearest
+#: sampling of a quantized grid picks either neighbour.
+GRID_OUT = {"identity": GRID_IMAGE, "zoom": GRID_IMAGE, "rotation": (6, 10), "random": (6, 10)}
 GRIDS = ("identity", "zoom", "rotation", "random")
 QUICK_GRID = {
     "grid-rgba-bilinear-zeros-ac0-identity-int8io",
@@ -272,18 +316,26 @@ def _grid_case(channels: int, mode: str, padding: str, ac: bool, grid: str, *,
         case_id = f"{base}-fp"
     if tag == "-floatout":
         case_id = base
+    traits = set()
+    if mode == "nearest":
+        traits.add("nearest-grid")
+    if (options or {}).get("grid_sampler_grid_input_qspec") == "int8":
+        traits.add("int8-grid")
+    if image_kind == "image_clip":
+        traits.add("clipped-inputs")
     return Case(
         id=case_id,
         family="grid_sample",
         model=lambda: models.GridSample(mode, padding, ac),
         inputs=(
             InputSpec(image_kind, (1, channels, *GRID_IMAGE)),
-            InputSpec(f"grid:{grid}", (1, *GRID_OUT, 2)),
+            InputSpec(f"grid:{grid}", (1, *GRID_OUT[grid], 2)),
         ),
         input_qspecs=io[0],
         output_qspecs=io[1],
         options=dict(options or {}),
         quick=case_id in QUICK_GRID,
+        traits=frozenset(traits),
     )
 
 
@@ -327,31 +379,31 @@ def _grid_sample_cases() -> list[Case]:
 def _io_cases() -> list[Case]:
     cases = []
     for f in (F(2), F(1, 2), F(1, 16), F(1, 32)):
-        _, size_in = _factor_sizes(f)
+        k, size_in = _factor_sizes(f)
         shape = (1, 4, size_in, size_in + f.denominator)
+        out_hw = (f.numerator * k, f.numerator * (k + 1))
         for mode_name in ("bilinear-ac0", "nearest"):
             if mode_name == "nearest" and f in (F(1, 16), F(1, 32)):
                 continue
             kwargs = dict(RESIZE_MODES[mode_name], scale_factor=float(f))
             name = f"{mode_name}-{_factor_id(f)}"
             cases += [
-                _resize_case(name, kwargs, shape, io=("int16", "int16"), quick=f == F(2)),
-                _resize_case(name, kwargs, shape, io=("float", "float")),
-                _resize_case(name, kwargs, shape, io=("int8", "float")),
+                _resize_case(name, kwargs, shape, io=("int16", "int16"), out_hw=out_hw,
+                             quick=f == F(2)),
+                _resize_case(name, kwargs, shape, io=("float", "float"), out_hw=out_hw),
+                _resize_case(name, kwargs, shape, io=("int8", "float"), out_hw=out_hw),
                 _resize_case(name, kwargs, shape, options=dict(enable_pt2e_quantization=False),
-                             quick=f == F(1, 2)),
+                             out_hw=out_hw, quick=f == F(1, 2)),
             ]
     # Inputs beyond the SNORM range: the int8 boundary clips them.
     for f in (F(2), F(1, 2)):
-        _, size_in = _factor_sizes(f)
+        k, size_in = _factor_sizes(f)
         cases.append(
-            Case(
-                id=f"resize-bilinear-ac0-{_factor_id(f)}-clip-int8io",
-                family="resize",
-                model=lambda f=f: models.Resize("bilinear", align_corners=False, scale_factor=float(f)),
-                inputs=(InputSpec("image_clip", (1, 4, size_in, size_in + f.denominator)),),
-                input_qspecs=("int8",),
-                output_qspecs=("int8",),
+            _resize_case(
+                f"bilinear-ac0-{_factor_id(f)}",
+                dict(RESIZE_MODES["bilinear-ac0"], scale_factor=float(f)),
+                (1, 4, size_in, size_in + f.denominator),
+                kind="image_clip",
                 quick=f == F(2),
             )
         )
@@ -373,7 +425,7 @@ def _io_cases() -> list[Case]:
 # Composites
 # ---------------------------------------------------------------------------
 def _composite(case_id: str, model: Callable[[], nn.Module], inputs, io, *, quick=False,
-               options=None) -> Case:
+               options=None, traits=("chain",)) -> Case:
     return Case(
         id=case_id,
         family="composite",
@@ -383,30 +435,34 @@ def _composite(case_id: str, model: Callable[[], nn.Module], inputs, io, *, quic
         output_qspecs=io[1],
         options=dict(options or {}),
         quick=quick,
+        traits=frozenset(traits),
     )
 
 
 def _composite_cases() -> list[Case]:
-    img = lambda h, w, c=4: InputSpec("image", (1, c, h, w))  # noqa: E731
+    img = lambda h, w, c=4: InputSpec("smooth", (1, c, h, w))  # noqa: E731
     int8 = (("int8",), ("int8",))
     return [
         _composite("conv-resize-conv-up2-int8io", lambda: models.ConvResizeConv(4, 2.0), [img(8, 12)], int8, quick=True),
         _composite("conv-resize-conv-down2-int8io", lambda: models.ConvResizeConv(4, 0.5), [img(16, 24)], int8),
-        _composite("conv-resize-conv-down32-int8io", lambda: models.ConvResizeConv(4, 1 / 32), [img(128, 64)], int8),
+        _composite("conv-resize-conv-down32-int8io", lambda: models.ConvResizeConv(4, 1 / 32), [img(128, 64)], int8,
+                   traits=("chain", "split-resize")),
         _composite("conv-resize-conv-up2-floatio", lambda: models.ConvResizeConv(4, 2.0), [img(8, 12)], (("float",), ("float",))),
         _composite("conv-resize-conv-up2-fp", lambda: models.ConvResizeConv(4, 2.0), [img(8, 12)], (("float",), ("float",)),
                    options=dict(enable_pt2e_quantization=False)),
         _composite("conv-relu-int8io", lambda: models.ConvRelu(4), [img(8, 12)], int8, quick=True),
         _composite("chain-down2-up2-int8io", lambda: models.ChainedResize((0.5, 2.0)), [img(16, 24)], int8),
         _composite("chain-down4-up4-int8io", lambda: models.ChainedResize((0.25, 4.0)), [img(16, 24)], int8),
-        _composite("chain-down32-up2-int8io", lambda: models.ChainedResize((1 / 32, 2.0)), [img(128, 64)], int8, quick=True),
+        _composite("chain-down32-up2-int8io", lambda: models.ChainedResize((1 / 32, 2.0)), [img(128, 64)], int8,
+                   quick=True, traits=("chain", "split-resize")),
         _composite("chain-up2-down2-up2-int8io", lambda: models.ChainedResize((2.0, 0.5, 2.0)), [img(8, 12)], int8),
         _composite("flow-warp-rgba-border-int8io", lambda: models.FlowWarp("bilinear", "border"),
                    [img(12, 16), InputSpec("flow", (1, 2, 3, 4))], (("int8", "float"), ("int8",)), quick=True),
         _composite("flow-warp-rgb-border-int8io", lambda: models.FlowWarp("bilinear", "border"),
                    [img(12, 16, 3), InputSpec("flow", (1, 2, 3, 4))], (("int8", "float"), ("int8",))),
         _composite("flow-warp-rgba-zeros-nearest-int8io", lambda: models.FlowWarp("nearest", "zeros"),
-                   [img(12, 16), InputSpec("flow", (1, 2, 3, 4))], (("int8", "float"), ("int8",))),
+                   [img(12, 16), InputSpec("flow", (1, 2, 3, 4))], (("int8", "float"), ("int8",)),
+                   traits=("chain", "nearest-grid")),
         _composite("flow-warp-rgba-border-int16flow", lambda: models.FlowWarp("bilinear", "border"),
                    [img(12, 16), InputSpec("flow", (1, 2, 3, 4))], (("int8", "int16"), ("int8",))),
         _composite("two-in-two-out-int8io", models.TwoInTwoOut, [img(8, 12), img(8, 12)],

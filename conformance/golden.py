@@ -106,17 +106,34 @@ def graph_section(edge_program) -> list[str]:
 _SCALAR_TYPES = {"CHAR": "int8", "SHORT": "int16", "BYTE": "uint8", "INT": "int32"}
 
 
-def io_section(io_quant_params: dict) -> dict:
-    section: dict[str, dict] = {}
-    for side in ("inputs", "outputs"):
-        section[side] = {}
-        for name, params in io_quant_params.get(side, {}).items():
-            entry = dict(params)
-            dtype = entry.get("dtype")
-            if dtype is not None and not isinstance(dtype, str):
-                entry["dtype"] = _SCALAR_TYPES.get(getattr(dtype, "name", ""), str(dtype))
-            section[side][name] = entry
-    return section
+def _quant_entry(params: dict | None) -> dict | None:
+    if params is None:
+        return None
+    entry = dict(params)
+    dtype = entry.get("dtype")
+    if dtype is not None and not isinstance(dtype, str):
+        entry["dtype"] = _SCALAR_TYPES.get(getattr(dtype, "name", ""), str(dtype))
+    return entry
+
+
+def io_section(io_quant_params: dict, edge_program) -> dict:
+    """IO quant params by position (None: float). Inputs carry their names;
+    outputs do not, since ExecuTorch names them after internal nodes whose
+    numbering changes from run to run (getitem vs getitem_1)."""
+    program = edge_program.exported_program()
+    graph = program.graph_module.graph
+    user_inputs = set(program.graph_signature.user_inputs)
+    inputs = [n.name for n in graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+    outputs = [n.name for n in graph.output_node().args[0]]
+    return {
+        "inputs": [
+            {"name": name, "quant": _quant_entry(io_quant_params.get("inputs", {}).get(name))}
+            for name in inputs
+        ],
+        "outputs": [
+            _quant_entry(io_quant_params.get("outputs", {}).get(name)) for name in outputs
+        ],
+    }
 
 
 def build_golden(case, result, numerics: dict | None = None) -> dict:
@@ -140,7 +157,7 @@ def build_golden(case, result, numerics: dict | None = None) -> dict:
         "graph": graph_section(result.edge_program),
         "delegates": [{"backend": d.backend, "ops": d.ops} for d in report.delegates],
         "cpu_ops": report.cpu_ops,
-        "io_quant_params": io_section(report.io_quant_params),
+        "io_quant_params": io_section(report.io_quant_params, result.edge_program),
         "tosa": tosa,
         "vgf": vgf,
         "grid_sampler": grid_sampler,

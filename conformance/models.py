@@ -60,8 +60,8 @@ def _seeded_conv(cin: int, cout: int, seed: int) -> nn.Conv2d:
     conv = nn.Conv2d(cin, cout, 3, padding=1)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen) * 0.3)
-        conv.bias.copy_(torch.randn(conv.bias.shape, generator=gen) * 0.1)
+        conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen) * 0.1)
+        conv.bias.copy_(torch.randn(conv.bias.shape, generator=gen) * 0.05)
     return conv
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from conformance.cases import STAGES, Case
 from conformance.golden import build_golden
+from conformance.numerics import LoweredRunError, Numerics, measure
 from vgf_export import ExportResult, ExportStageError, export_model
 
 #: Lines of an error message kept in failures and reports.
@@ -54,6 +55,7 @@ class CaseRun:
     stage: str  # the last stage reached (where it failed, if it failed)
     failure: StageFailure | None = None
     result: ExportResult | None = None
+    numerics: Numerics | None = None
     golden: dict | None = None
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -81,6 +83,14 @@ class CaseRun:
         assert self.result is not None
         return self.result
 
+    def require_numerics(self) -> Numerics:
+        """The numerics, or raise for the stage that failed."""
+        self.require_export()
+        if self.failure is not None:
+            self.fail(self.failure)
+        assert self.numerics is not None
+        return self.numerics
+
     def summary(self) -> dict:
         """What the report records of this case (JSON-native)."""
         delegates, cpu_ops = [], []
@@ -95,6 +105,7 @@ class CaseRun:
             "error": self.failure.describe() if self.failure else None,
             "delegates": delegates,
             "cpu_ops": cpu_ops,
+            "numerics": self.numerics.report_dict() if self.numerics else None,
             # Run-specific (where the files went, how long it took): the rest
             # of a case's record is the same from one run to the next.
             "run": {
@@ -124,8 +135,17 @@ def run_case(case: Case, artifacts_root: Path) -> CaseRun:
         return run
     run.seconds.update(run.result.stage_seconds)
     run.seconds["export_total"] = time.perf_counter() - start
-    run.stage = "serialize"
+    run.stage = "run"
     start = time.perf_counter()
-    run.golden = build_golden(case, run.result)
+    try:
+        run.numerics = measure(case, run.result)
+    except LoweredRunError as error:
+        run.failure = StageFailure("run", type(error).__name__, tail(str(error)))
+    except Exception as error:
+        run.failure = StageFailure("run", type(error).__name__, tail(traceback.format_exc()))
+    run.seconds["numerics"] = time.perf_counter() - start
+    start = time.perf_counter()
+    numerics = run.numerics.to_dict() if run.numerics else {"error": run.failure.describe()}
+    run.golden = build_golden(case, run.result, numerics)
     run.seconds["golden"] = time.perf_counter() - start
     return run

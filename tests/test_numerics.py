@@ -1,0 +1,143 @@
+"""The numerics machinery: grid-sampler reference, comparisons, TOSA runs."""
+
+import dataclasses
+import struct
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conformance.grid_sampler_reference import grid_sample, run_payload
+from conformance.models import GridSample, Resize
+from conformance.numerics import LoweredProgram, LoweredRunError, compare, quantize_inputs
+from conformance.tolerances import Tolerance
+from conformance.tosa_reference import run_tosa_in_child_ex
+from vgf_export import export_model, grid_qspec, image_qspec
+from vgf_export.grid_sampler_backend import GridSamplerPayload
+
+UNIT = 1 / 127
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_reference_matches_torch(mode, padding, align_corners):
+    gen = torch.Generator().manual_seed(7)
+    image = torch.rand(2, 3, 9, 13, generator=gen) * 2 - 1
+    grid = torch.rand(2, 5, 7, 2, generator=gen) * 2.6 - 1.3  # out of range too
+    expected = F.grid_sample(image, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
+    got = grid_sample(image.numpy(), grid.numpy(), mode, padding, align_corners)
+    np.testing.assert_allclose(got, expected.numpy(), atol=2e-6)
+
+
+@pytest.fixture(scope="module")
+def grid_export(tmp_path_factory):
+    inputs = (torch.rand(1, 4, 12, 16) * 2 - 1, torch.rand(1, 6, 10, 2) * 2 - 1)
+    result = export_model(
+        GridSample("bilinear", "border", True), inputs,
+        artifacts_root=tmp_path_factory.mktemp("grid"),
+        quantized_input_qspecs=[image_qspec(), grid_qspec()],
+        quantized_output_qspecs=[image_qspec()],
+    )
+    (path,) = [p for p in result.artifacts.delegate_files() if p.suffix == ".json"]
+    return inputs, result, GridSamplerPayload.from_bytes(path.read_bytes())
+
+
+def _run_grid(grid_export, payload):
+    inputs, result, _ = grid_export
+    image_q, grid_q = quantize_inputs(inputs, result.edge_program, result.io_quant_params)
+    out = run_payload(payload, image_q.numpy(), grid_q.numpy())
+    return torch.from_numpy(out.astype(np.float32) * payload.output.quant.scale)
+
+
+def test_payload_reference_matches_fake_quant(grid_export):
+    inputs, result, payload = grid_export
+    got = _run_grid(grid_export, payload)
+    expected = result.quantized_module(*inputs)
+    assert compare(expected, got, UNIT).max_lsb == 0
+
+
+def test_comparison_passes_an_exact_match():
+    x = torch.rand(1, 4, 8, 8)
+    c = compare(x, x.clone(), UNIT)
+    assert (c.max_lsb, c.mean_lsb, c.bias_lsb) == (0, 0, 0)
+    assert Tolerance().check(c, "vs_fake_quant") is None
+
+
+def test_comparison_catches_a_one_lsb_shift():
+    x = torch.round(torch.rand(1, 4, 8, 8) * 100) * UNIT
+    c = compare(x, x + UNIT, UNIT)
+    assert c.max_lsb == pytest.approx(1.0) and c.bias_lsb == pytest.approx(1.0)
+    message = Tolerance().check(c, "vs_fake_quant")  # within max, but biased
+    assert message and "bias +1.000 LSB" in message
+    assert "worst at index" in message and "expected" in message and "got" in message
+
+
+def test_comparison_catches_a_wrong_align_corners(grid_export):
+    inputs, result, payload = grid_export
+    wrong = dataclasses.replace(payload, align_corners=not payload.align_corners)
+    c = compare(result.quantized_module(*inputs), _run_grid(grid_export, wrong), UNIT)
+    assert Tolerance().check(c, "vs_fake_quant") is not None
+    assert c.max_lsb > 5
+
+
+def test_comparison_catches_a_transposed_layout():
+    x = torch.rand(1, 4, 6, 6) * 2 - 1
+    transposed = x.transpose(2, 3)  # H and W swapped: same shape, wrong layout
+    c = compare(x, transposed, UNIT)
+    assert Tolerance().check(c, "vs_fake_quant") is not None
+
+
+def test_comparison_refuses_shape_mismatch():
+    with pytest.raises(ValueError, match="shape mismatch"):
+        compare(torch.zeros(1, 2, 3), torch.zeros(1, 3, 2), UNIT)
+
+
+@pytest.fixture(scope="module")
+def resize_export(tmp_path_factory):
+    x = (torch.rand(1, 4, 16, 16) * 2 - 1,)
+    return x, export_model(
+        Resize(scale_factor=0.5, align_corners=False), x,
+        artifacts_root=tmp_path_factory.mktemp("resize"),
+        quantized_input_qspecs=[image_qspec()], quantized_output_qspecs=[image_qspec()],
+    )
+
+
+def _tosa(result) -> bytes:
+    (path,) = [p for p in result.artifacts.delegate_files() if p.suffix == ".tosa"]
+    return path.read_bytes()
+
+
+def test_tosa_run_refuses_wrong_inputs_before_running(resize_export):
+    x, result = resize_export
+    (q,) = quantize_inputs(x, result.edge_program, result.io_quant_params)
+    nchw = run_tosa_in_child_ex(_tosa(result), [q.numpy()])  # the graph wants NHWC
+    assert nchw.status == "BAD_INPUT" and "NHWC" in " ".join(nchw.messages)
+    nhwc = np.ascontiguousarray(q.permute(0, 2, 3, 1).numpy())
+    wrong_dtype = run_tosa_in_child_ex(_tosa(result), [nhwc.astype(np.int16)])
+    assert wrong_dtype.status == "BAD_INPUT" and "dtype" in " ".join(wrong_dtype.messages)
+    assert run_tosa_in_child_ex(_tosa(result), [nhwc]).ok
+
+
+def test_tosa_error_if_names_the_operator(resize_export, tmp_path):
+    x, result = resize_export
+    flatbuffer = _tosa(result)
+    legal = struct.pack("<4q", 2, 4, 2, 4)  # RESIZE scale of a 1/2 downscale
+    assert flatbuffer.count(legal) == 1
+    illegal = flatbuffer.replace(legal, struct.pack("<4q", 2, 32, 2, 32))  # 1/16: ERROR_IF
+    (q,) = quantize_inputs(x, result.edge_program, result.io_quant_params)
+    layout = np.ascontiguousarray(q.permute(0, 2, 3, 1).numpy())
+    run = run_tosa_in_child_ex(illegal, [layout], timeout=60)
+    assert not run.ok and run.status == "TOSA_ERROR"
+    text = run.describe()
+    assert "RESIZE" in text and "scale" in text and "32" in text
+
+
+def test_lowered_program_reports_a_rejected_delegate(resize_export):
+    x, result = resize_export
+    flatbuffer = _tosa(result)
+    illegal = flatbuffer.replace(struct.pack("<4q", 2, 4, 2, 4), struct.pack("<4q", 2, 32, 2, 32))
+    program = LoweredProgram(result.edge_program, {0: illegal})
+    with pytest.raises(LoweredRunError, match=r"delegate 0 \(VgfBackend\).*RESIZE"):
+        program.run_program(*quantize_inputs(x, result.edge_program, result.io_quant_params))
