@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conformance.golden import GOLDEN_ROOT, changed_sections
 from conformance.plugin import record_case
+from conformance.vulkan import (
+    VulkanRunError,
+    VulkanUnavailable,
+    rerun_command,
+    run_case_on_vulkan,
+    vulkan_stack,
+)
 
 
 def test_export(case_run, request):
@@ -28,4 +37,66 @@ def test_golden(case_run, golden, request):
         f"golden of {case_run.case.id} changed in sections {changed} ({stored}).\n"
         "If the change is intended, accept it with:\n"
         f"  scripts/conformance.sh -k '{case_run.case.id}' --snapshot-update"
+    )
+
+
+def _check_outputs(case_run, request, what: str) -> None:
+    numerics = case_run.require_numerics()
+    record_case(request, case_run)
+    failures = [
+        f"output {i}: {message}"
+        for i, comparison in enumerate(getattr(numerics, what))
+        if (message := case_run.case.get_tolerance(i).check(comparison, what))
+    ]
+    assert not failures, (
+        f"case {case_run.case.id}: lowered program (TOSA reference) "
+        f"{what.replace('_', ' ')}\n" + "\n".join(failures)
+        + f"\nartifacts: {case_run.artifacts}"
+    )
+
+
+def test_numerics_vs_fake_quant(case_run, request):
+    """The lowered program agrees with the PT2E fake-quantized program."""
+    _check_outputs(case_run, request, "vs_fake_quant")
+
+
+def test_numerics_vs_float(case_run, request):
+    """The lowered program stays within the stated bound of the float model."""
+    _check_outputs(case_run, request, "vs_float")
+
+
+@pytest.mark.vulkan
+def test_vulkan(case_run, request):
+    """The program end to end on Vulkan (scenario runner + ML emulation layer on
+    llvmpipe) equals the TOSA-reference path and meets the float tolerance."""
+    numerics = case_run.require_numerics()
+    try:
+        vulkan_stack()
+    except VulkanUnavailable as error:
+        pytest.skip(str(error))
+    if not numerics.program.calls:
+        pytest.skip(f"{case_run.case.id}: nothing was delegated (all ops stayed on the CPU, "
+                    "as its golden records), so there is nothing to run on Vulkan")
+    workdir = case_run.artifacts / "vulkan"
+    try:
+        check = run_case_on_vulkan(numerics, case_run.result, workdir)
+    except VulkanRunError as error:
+        record_case(request, case_run, numerics={"vulkan": {"error": str(error).splitlines()[0]}})
+        raise AssertionError(f"case {case_run.case.id}: Vulkan run failed\n{error}") from None
+    case_run.seconds["vulkan"] = check.seconds
+    record_case(request, case_run, numerics={"vulkan": check.report_dict()})
+    tolerance = case_run.case.get_tolerance()
+    problems = []
+    if check.max_lsb_vs_tosa > tolerance.vulkan_vs_tosa_lsb:
+        problems.append(
+            f"Vulkan vs TOSA-reference path: max {check.max_lsb_vs_tosa:g} LSB > "
+            f"{tolerance.vulkan_vs_tosa_lsb:g} at {check.worst}"
+            + (f" (tolerance: {tolerance.why})" if tolerance.why else "")
+        )
+    for i, comparison in enumerate(check.vs_float):
+        if comparison is not None and (message := case_run.case.get_tolerance(i).check(comparison, "vs_float")):
+            problems.append(f"output {i}: Vulkan {message}")
+    assert not problems, (
+        f"case {case_run.case.id}:\n" + "\n".join(problems)
+        + f"\nrerun on the runner: {rerun_command(check.scenario)}"
     )

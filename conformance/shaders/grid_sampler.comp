@@ -1,0 +1,105 @@
+#version 450
+// The grid-sampler delegate on Vulkan: torch.nn.functional.grid_sample
+// semantics over an image sampled through a sampler, as the delegate's payload
+// (vgf_export.grid_sampler_backend.GridSamplerPayload) describes it.
+//
+//   binding 0: sampler2D image: an R8G8B8A8_SNORM image aliasing the int8
+//              NHWC [1, H, W, 4] input tensor (scale 1/127, zero point 0 is
+//              exactly SNORM8), or R32G32B32A32_SFLOAT over a float32 tensor.
+//              The scenario sets the sampler: LINEAR or NEAREST filter,
+//              CLAMP_BORDER (transparent black) for zeros padding, else CLAMP_EDGE.
+//   binding 1: tensorARM<GRID_T, 4> grid [1, Ho, Wo, 2] (x, y), times GRID_SCALE
+//              (1/32767 for SNORM16, 1/127 for SNORM8, 1 for float).
+//   binding 2: the output image (rgba8_snorm or rgba32f) aliasing the output tensor.
+//
+// Build options: -DGRID_T=int16_t|int8_t|float, -DOUT_FORMAT=rgba8_snorm|rgba32f,
+// -DQUANTIZED_OUTPUT=0|1.
+// Specialization constants:
+//   0 ALIGN_CORNERS 0/1
+//   1 PADDING 0 zeros, 1 border (clip in shader), 2 reflection (torch's
+//     reflection + clip in shader)
+//   2 MODE 0: hardware filtering, texture() at the texel-centre coordinate of
+//     torch's source index; 1: nearest by texelFetch at roundEven(index).
+//     Hardware NEAREST picks floor(x + 0.5) while torch rounds half to even,
+//     and with a quantized grid ties are common, so nearest uses mode 1.
+//   3 GRID_SCALE float
+//   4 OUT_INV_SCALE 1/output scale (127 for SNORM8); the shader rounds half to
+//     even like torch's quantize and stores exact k/127 values.
+#extension GL_ARM_tensors : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+
+#ifndef GRID_T
+#define GRID_T int16_t
+#endif
+#ifndef OUT_FORMAT
+#define OUT_FORMAT rgba8_snorm
+#endif
+#ifndef QUANTIZED_OUTPUT
+#define QUANTIZED_OUTPUT 1
+#endif
+
+layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+
+layout(constant_id = 0) const int ALIGN_CORNERS = 0;
+layout(constant_id = 1) const int PADDING = 0;
+layout(constant_id = 2) const int MODE = 0;
+layout(constant_id = 3) const float GRID_SCALE = 3.0518509447574615e-05;
+layout(constant_id = 4) const float OUT_INV_SCALE = 127.0;
+
+layout(set = 0, binding = 0) uniform sampler2D image_in;
+layout(set = 0, binding = 1) uniform tensorARM<GRID_T, 4> grid;
+layout(set = 0, binding = 2, OUT_FORMAT) uniform writeonly image2D image_out;
+
+float unnormalize(float g, int size) {
+    return (ALIGN_CORNERS != 0) ? ((g + 1.0) / 2.0) * float(size - 1)
+                                : ((g + 1.0) * float(size) - 1.0) / 2.0;
+}
+
+float reflect_coord(float x, int twice_low, int twice_high) {
+    if (twice_low == twice_high) return 0.0;
+    float low = float(twice_low) / 2.0;
+    float span = float(twice_high - twice_low) / 2.0;
+    x = abs(x - low);
+    float extra = mod(x, span);
+    int flips = int(floor(x / span));
+    return ((flips & 1) == 0) ? extra + low : span - extra + low;
+}
+
+float source_index(float g, int size) {
+    float x = unnormalize(g, size);
+    if (PADDING == 1) {
+        x = clamp(x, 0.0, float(size - 1));
+    } else if (PADDING == 2) {
+        x = (ALIGN_CORNERS != 0) ? reflect_coord(x, 0, 2 * (size - 1))
+                                 : reflect_coord(x, -1, 2 * size - 1);
+        x = clamp(x, 0.0, float(size - 1));
+    }
+    return x;
+}
+
+void main() {
+    ivec2 out_size = imageSize(image_out);
+    ivec2 o = ivec2(gl_GlobalInvocationID.xy);
+    if (o.x >= out_size.x || o.y >= out_size.y) return;
+
+    GRID_T gx, gy;
+    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 0u), gx);
+    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 1u), gy);
+    ivec2 in_size = textureSize(image_in, 0);
+    float ix = source_index(float(gx) * GRID_SCALE, in_size.x);
+    float iy = source_index(float(gy) * GRID_SCALE, in_size.y);
+
+    vec4 v;
+    if (MODE == 0) {
+        // The sampler computes uv * size - 0.5 == the source index.
+        v = textureLod(image_in, (vec2(ix, iy) + 0.5) / vec2(in_size), 0.0);
+    } else {
+        ivec2 p = ivec2(int(roundEven(ix)), int(roundEven(iy)));
+        bool inside = all(greaterThanEqual(p, ivec2(0))) && all(lessThan(p, in_size));
+        v = inside ? texelFetch(image_in, p, 0) : vec4(0.0);
+    }
+#if QUANTIZED_OUTPUT
+    v = clamp(roundEven(v * OUT_INV_SCALE), -127.0, 127.0) / 127.0;
+#endif
+    imageStore(image_out, o, v);
+}

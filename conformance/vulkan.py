@@ -1,0 +1,437 @@
+"""Run a lowered program end to end on Vulkan: scenario runner + ML emulation
+layer on Mesa's llvmpipe CPU device.
+
+One scenario per program: each VGF delegate is a ``dispatch_vgf``, each
+grid-sampler delegate a ``dispatch_compute`` of ``shaders/grid_sampler.comp``
+(compiled by the runner), values between delegates are shared tensors, and
+the images a grid sampler reads and writes alias int8 NHWC tensors as
+``VK_FORMAT_R8G8B8A8_SNORM`` images through memory groups (the seed's layout
+contract). Values no delegate produces (program inputs, ops left on the CPU)
+come from the TOSA-reference run; every delegate output is read back.
+
+Environment traps handled here (see shared/STACK.md): Debian 12's loader
+enables explicit layers in VK_LAYER_PATH directory order, so the graph and
+tensor layer manifests go in two directories, graph first; the manifests are
+rewritten with absolute library paths; only the llvmpipe ICD is listed.
+
+``python -m conformance.vulkan SCENARIO.json`` reruns a saved scenario by hand.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import dataclasses
+import functools
+import glob
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SHADER = Path(__file__).resolve().parent / "shaders" / "grid_sampler.comp"
+RUN_TIMEOUT = 180.0
+INSTALL_HINT = (
+    "install the Vulkan loader and Mesa's llvmpipe (Debian: apt-get install libvulkan1 "
+    "mesa-vulkan-drivers; scripts/setup.sh does this as root) and the pinned "
+    "ai-ml-sdk-scenario-runner and ai-ml-emulation-layer-for-vulkan wheels"
+)
+
+_TENSOR_FORMATS = {"int8": "VK_FORMAT_R8_SINT", "int16": "VK_FORMAT_R16_SINT",
+                   "int32": "VK_FORMAT_R32_SINT", "float32": "VK_FORMAT_R32_SFLOAT"}
+_NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float32": np.float32}
+_GLSL_GRID = {"int16": "int16_t", "int8": "int8_t", "float32": "float"}
+
+
+class VulkanUnavailable(RuntimeError):
+    """The Vulkan stack is missing; the message says what to install."""
+
+
+class VulkanRunError(RuntimeError):
+    """The scenario runner failed; the message has its output's tail and the
+    command that reruns the scenario."""
+
+
+# ---------------------------------------------------------------------------
+# The stack
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class VulkanStack:
+    runner: Path
+    env: dict
+
+    def environment(self) -> dict:
+        return {**os.environ, **self.env}
+
+
+def _site_package(name: str) -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+@functools.lru_cache(maxsize=1)
+def vulkan_stack() -> VulkanStack:
+    """Locate the runner, the layers and the llvmpipe ICD, or raise
+    :class:`VulkanUnavailable` naming what is missing."""
+    missing = []
+    if ctypes.util.find_library("vulkan") is None:
+        missing.append("the Vulkan loader (libvulkan.so.1)")
+    icds = sorted(glob.glob("/usr/share/vulkan/icd.d/lvp_icd*.json"))
+    if not icds:
+        missing.append("Mesa's llvmpipe ICD (lvp_icd.*.json)")
+    runner_pkg, layer_pkg = _site_package("scenario_runner"), _site_package("emulation_layer")
+    runner = runner_pkg / "binaries" / "bin" / "scenario-runner" if runner_pkg else None
+    deploy = layer_pkg / "deploy" if layer_pkg else None
+    if runner is None or not runner.exists():
+        missing.append("the scenario runner (ai-ml-sdk-scenario-runner)")
+    if deploy is None or not (deploy / "lib").is_dir():
+        missing.append("the ML emulation layer (ai-ml-emulation-layer-for-vulkan)")
+    if missing:
+        raise VulkanUnavailable(f"Vulkan stack missing: {', '.join(missing)}; {INSTALL_HINT}")
+
+    # One directory per layer manifest, graph first (the loader's order).
+    key = hashlib.sha256(str(deploy).encode()).hexdigest()[:12]
+    root = Path(tempfile.gettempdir()) / f"vgf-conformance-layers-{key}"
+    dirs = []
+    for sub, manifest in (("1_graph", "VkLayer_Graph.json"), ("2_tensor", "VkLayer_Tensor.json")):
+        data = json.loads((deploy / "share" / "vulkan" / "explicit_layer.d" / manifest).read_text())
+        data["layer"]["library_path"] = str(deploy / "lib" / Path(data["layer"]["library_path"]).name)
+        target = root / sub
+        target.mkdir(parents=True, exist_ok=True)
+        (target / manifest).write_text(json.dumps(data, indent=2))
+        dirs.append(str(target))
+    env = {
+        "VK_LAYER_PATH": ":".join(dirs),
+        "VK_INSTANCE_LAYERS": "VK_LAYER_ML_Graph_Emulation:VK_LAYER_ML_Tensor_Emulation",
+        "VK_ICD_FILENAMES": icds[0],
+        "LD_LIBRARY_PATH": ":".join(filter(None, [str(deploy / "lib"), os.environ.get("LD_LIBRARY_PATH")])),
+    }
+    return VulkanStack(runner=runner, env=env)
+
+
+def rerun_command(scenario: Path) -> str:
+    return f"{shlex.quote(sys.executable)} -m conformance.vulkan {shlex.quote(str(scenario))}"
+
+
+def run_scenario(scenario: Path, timeout: float = RUN_TIMEOUT) -> float:
+    """Run one scenario in a child process; returns the wall seconds."""
+    stack = vulkan_stack()
+    cmd = [str(stack.runner), "--scenario", str(scenario), "--output", str(scenario.parent)]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, env=stack.environment(), capture_output=True, text=True,
+                              timeout=timeout, cwd=scenario.parent)
+    except subprocess.TimeoutExpired as error:
+        out = (error.stdout or b"") + (error.stderr or b"")
+        text = out.decode(errors="replace") if isinstance(out, bytes) else out
+        raise VulkanRunError(
+            f"scenario runner timed out after {timeout:g} s\n{_tail(text)}\n"
+            f"rerun: {rerun_command(scenario)}"
+        ) from None
+    if proc.returncode != 0:
+        raise VulkanRunError(
+            f"scenario runner exited with {proc.returncode}\n{_tail(proc.stdout + proc.stderr)}\n"
+            f"rerun: {rerun_command(scenario)}"
+        )
+    return time.perf_counter() - start
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+# ---------------------------------------------------------------------------
+# Scenario building
+# ---------------------------------------------------------------------------
+def _dtype(array) -> str:
+    return str(array.dtype).removeprefix("torch.")
+
+
+def _physical(value, dim_order) -> np.ndarray:
+    array = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+    return np.ascontiguousarray(np.transpose(array, dim_order)) if array.ndim > 1 else array
+
+
+@functools.lru_cache(maxsize=256)
+def _vgf_bindings(vgf: Path) -> tuple[list[dict], list[dict]]:
+    """Inputs and outputs of a VGF (dims, format, set/binding) in order, from
+    ``vgf_dump --scenario-template``."""
+    vgf_lib = _site_package("vgf_lib")
+    dump = vgf_lib / "binaries" / "bin" / "vgf_dump"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "template.json"
+        subprocess.run([str(dump), "--input", str(vgf), "--output", str(out), "--scenario-template"],
+                       check=True, capture_output=True, timeout=60)
+        template = json.loads(out.read_text())
+    command = template["commands"][0]
+    command = command.get("dispatch_graph") or command.get("dispatch_vgf")
+    binds = {b["resource_ref"]: (b["set"], b["id"]) for b in command["bindings"]}
+    inputs, outputs = [], []
+    for resource in template["resources"]:
+        tensor = resource.get("tensor")
+        if not tensor:
+            continue
+        entry = {"dims": tensor["dims"], "format": tensor["format"], "binding": binds[tensor["uid"]]}
+        side, index = tensor["uid"].split("_")[:2]  # "input_0_ref", "output_1_ref"
+        (inputs if side == "input" else outputs).append((int(index), entry))
+    return [e for _, e in sorted(inputs)], [e for _, e in sorted(outputs)]
+
+
+class ScenarioBuilder:
+    """Builds the scenario of one run of a :class:`conformance.numerics.LoweredProgram`."""
+
+    def __init__(self, program, workdir: Path, vgf_files: dict[int, Path]) -> None:
+        self.program = program
+        self.workdir = workdir
+        self.vgf_files = vgf_files
+        self.tensors: dict[str, dict] = {}  # uid -> tensor resource
+        self.images: list[dict] = []
+        self.others: list[dict] = []
+        self.commands: list[dict] = []
+        self.produced: set[str] = set()
+        self.layouts: dict[str, tuple[int, ...]] = {}  # uid -> dim order of its bytes
+
+    def _tensor(self, node, dim_order, fmt: str) -> str:
+        uid = f"v_{node.name}"
+        value = self.program.values[node]
+        dims = [int(value.shape[d]) for d in dim_order] if value.ndim > 1 else list(value.shape)
+        existing = self.tensors.get(uid)
+        if existing is not None:
+            if existing["dims"] != dims or existing["format"] != fmt:
+                raise ValueError(
+                    f"value {node.name}: one delegate sees {existing['dims']} {existing['format']}, "
+                    f"another {dims} {fmt} (layout disagreement between delegates)"
+                )
+            return uid
+        self.tensors[uid] = {"uid": uid, "dims": dims, "format": fmt, "shader_access": "readwrite"}
+        self.layouts[uid] = tuple(dim_order)
+        return uid
+
+    def _image(self, tensor_uid: str, access: str, fmt: str, sampler: dict | None) -> str:
+        tensor = self.tensors[tensor_uid]
+        n, h, w, c = tensor["dims"]
+        if n != 1 or c != 4:
+            raise ValueError(f"{tensor_uid}: an image alias needs [1, H, W, 4], got {tensor['dims']}")
+        group = f"mem_{tensor_uid}"
+        tensor["memory_group"] = {"id": group}
+        image = {"uid": f"img_{tensor_uid}_{access}", "dims": [1, w, h, 1], "format": fmt,
+                 "shader_access": access, "memory_group": {"id": group}, **(sampler or {})}
+        self.images.append(image)
+        return image["uid"]
+
+    def add_vgf(self, call) -> None:
+        vgf = self.vgf_files[call.index]
+        inputs, outputs = _vgf_bindings(vgf)
+        if len(inputs) != len(call.inputs) or len(outputs) != len(call.outputs):
+            raise ValueError(
+                f"delegate {call.index}: VGF has {len(inputs)} inputs/{len(outputs)} outputs, "
+                f"the program call {len(call.inputs)}/{len(call.outputs)}"
+            )
+        graph_uid = f"vgf{call.index}"
+        self.others.append({"graph": {"uid": graph_uid, "src": str(vgf)}})
+        bindings = []
+        for (node, order), spec in zip(call.inputs + call.outputs, inputs + outputs):
+            uid = self._tensor(node, order, spec["format"])
+            if self.tensors[uid]["dims"] != spec["dims"]:
+                raise ValueError(
+                    f"delegate {call.index}: {node.name} is {self.tensors[uid]['dims']}, "
+                    f"the VGF binds {spec['dims']}"
+                )
+            bindings.append({"set": spec["binding"][0], "id": spec["binding"][1], "resource_ref": uid})
+        self.produced.update(f"v_{node.name}" for node, _ in call.outputs)
+        self.commands.append({"dispatch_vgf": {"graph_ref": graph_uid, "bindings": bindings}})
+
+    def add_grid_sampler(self, call, payload) -> None:
+        roles = dict(zip(payload.inputs, call.inputs))
+        (output_node, output_order), = call.outputs
+        image_node, image_order = roles["image"]
+        grid_node, grid_order = roles["grid"]
+        quantized_image = payload.image.quant is not None
+        quantized_output = payload.output.quant is not None
+        for desc in (payload.image, payload.output):
+            if desc.quant is not None and (desc.quant.zero_point != 0 or abs(desc.quant.scale - 1 / 127) > 1e-9):
+                raise ValueError(f"grid sampler {call.index}: SNORM8 images need scale 1/127 and zero point 0")
+        image_uid = self._tensor(image_node, image_order, _TENSOR_FORMATS[payload.image.dtype])
+        grid_uid = self._tensor(grid_node, grid_order, _TENSOR_FORMATS[payload.grid.dtype])
+        out_uid = self._tensor(output_node, output_order, _TENSOR_FORMATS[payload.output.dtype])
+        linear = payload.interpolation == "bilinear"
+        sampler = {
+            "min_filter": "LINEAR" if linear else "NEAREST",
+            "mag_filter": "LINEAR" if linear else "NEAREST",
+            "mip_filter": "NEAREST",
+            "border_address_mode": "CLAMP_BORDER" if payload.padding_mode == "zeros" else "CLAMP_EDGE",
+            "border_color": "FLOAT_TRANSPARENT_BLACK",
+        }
+        image = self._image(image_uid, "readonly",
+                            "VK_FORMAT_R8G8B8A8_SNORM" if quantized_image else "VK_FORMAT_R32G32B32A32_SFLOAT",
+                            sampler)
+        output = self._image(out_uid, "writeonly",
+                             "VK_FORMAT_R8G8B8A8_SNORM" if quantized_output else "VK_FORMAT_R32G32B32A32_SFLOAT",
+                             None)
+        grid_scale = payload.grid.quant.scale if payload.grid.quant else 1.0
+        shader_uid = f"grid_sampler{call.index}"
+        options = (f"-DGRID_T={_GLSL_GRID[payload.grid.dtype]} "
+                   f"-DOUT_FORMAT={'rgba8_snorm' if quantized_output else 'rgba32f'} "
+                   f"-DQUANTIZED_OUTPUT={int(quantized_output)}")
+        self.others.append({"shader": {
+            "uid": shader_uid, "src": str(SHADER), "type": "GLSL", "build_options": options,
+            "specialization_constants": [
+                {"id": 0, "value": int(payload.align_corners)},
+                {"id": 1, "value": {"zeros": 0, "border": 1, "reflection": 2}[payload.padding_mode]},
+                {"id": 2, "value": 0 if linear else 1},
+                {"id": 3, "value": float(grid_scale)},
+                {"id": 4, "value": 127.0},
+            ],
+        }})
+        _, ho, wo, _ = self.tensors[out_uid]["dims"]
+        self.produced.add(out_uid)
+        self.commands.append({"dispatch_compute": {
+            "shader_ref": shader_uid, "rangeND": [(wo + 7) // 8, (ho + 7) // 8, 1],
+            "bindings": [{"set": 0, "id": 0, "resource_ref": image},
+                         {"set": 0, "id": 1, "resource_ref": grid_uid},
+                         {"set": 0, "id": 2, "resource_ref": output}],
+        }})
+
+    def finish(self) -> Path:
+        """Write the inputs and the scenario; returns the scenario's path."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        image_of = {img["memory_group"]["id"]: img for img in self.images if img["shader_access"] == "readonly"}
+        for uid, tensor in self.tensors.items():
+            if uid in self.produced:
+                tensor["dst"] = f"{uid}.out.npy"
+                continue
+            node = next(n for n in self.program.values if f"v_{n.name}" == uid)
+            np.save(self.workdir / f"{uid}.in.npy", _physical(self.program.values[node], self.layouts[uid]))
+            # The runner copies a tensor's .npy flat, ignoring the row pitch of
+            # an image aliasing it; an image's .npy goes through a proper copy.
+            target = image_of.get(tensor.get("memory_group", {}).get("id"), tensor)
+            target["src"] = f"{uid}.in.npy"
+            tensor["shader_access"] = "readonly" if target is tensor else tensor["shader_access"]
+        scenario = {
+            "resources": self.others + [{"image": i} for i in self.images]
+            + [{"tensor": t} for t in self.tensors.values()],
+            "commands": self.commands,
+        }
+        path = self.workdir / "scenario.json"
+        path.write_text(json.dumps(scenario, indent=1))
+        return path
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        """The delegate outputs the runner wrote, in their physical layout."""
+        return {uid: np.load(self.workdir / self.tensors[uid]["dst"]) for uid in sorted(self.produced)}
+
+    def expected(self) -> dict[str, np.ndarray]:
+        """The same values from the TOSA-reference run, in the same layout."""
+        by_uid = {f"v_{n.name}": v for n, v in self.program.values.items()}
+        return {uid: _physical(by_uid[uid], self.layouts[uid]) for uid in sorted(self.produced)}
+
+
+def build_scenario(program, workdir: Path, vgf_files: dict[int, Path]) -> ScenarioBuilder:
+    from vgf_export.grid_sampler_backend import GridSamplerPayload
+
+    builder = ScenarioBuilder(program, workdir, vgf_files)
+    for call in program.calls:
+        if call.backend == "VgfBackend":
+            builder.add_vgf(call)
+        elif call.backend == "GridSamplerBackend":
+            builder.add_grid_sampler(call, GridSamplerPayload.from_bytes(call.processed_bytes))
+        else:
+            raise ValueError(f"delegate {call.index}: no Vulkan path for backend {call.backend}")
+    builder.finish()
+    return builder
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m conformance.vulkan",
+                                     description="Rerun a saved scenario on the Vulkan stack.")
+    parser.add_argument("scenario", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        seconds = run_scenario(args.scenario.resolve())
+    except (VulkanUnavailable, VulkanRunError) as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"ran {args.scenario} in {seconds:.2f} s; outputs: {args.scenario.parent}/*.out.npy")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+# ---------------------------------------------------------------------------
+# A case on Vulkan
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass
+class VulkanCheck:
+    """Vulkan outputs against the TOSA-reference path and the float model."""
+
+    scenario: Path
+    seconds: float
+    max_lsb_vs_tosa: float  # integer steps for integer tensors, FLOAT_UNIT for float
+    bit_exact: bool
+    worst: str  # where the largest difference is
+    vs_float: list  # per program output: Comparison, or None (not a delegate output)
+
+    def report_dict(self) -> dict:
+        return {"max_lsb_vs_tosa": round(self.max_lsb_vs_tosa, 3), "bit_exact": self.bit_exact}
+
+
+def run_case_on_vulkan(numerics, result, workdir: Path) -> VulkanCheck:
+    """Build the case's scenario from its TOSA-reference run, run it, compare."""
+    import torch
+
+    from conformance.numerics import compare, dequantize, output_quant
+    from conformance.tolerances import FLOAT_UNIT
+
+    program = numerics.program
+    vgf_files = {
+        int(p.name.split("_", 1)[0]): p for p in result.artifacts.delegate_files() if p.suffix == ".vgf"
+    }
+    builder = build_scenario(program, workdir, vgf_files)
+    scenario = workdir / "scenario.json"
+    seconds = run_scenario(scenario)
+    got, expected = builder.outputs(), builder.expected()
+    worst, worst_where = 0.0, "none"
+    for uid in expected:
+        a, b = got[uid], expected[uid]
+        if a.shape != b.shape:
+            raise VulkanRunError(f"{uid}: Vulkan wrote {a.shape}, expected {b.shape}\n"
+                                 f"rerun: {rerun_command(scenario)}")
+        if np.issubdtype(b.dtype, np.integer):
+            diff = np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
+        else:
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64)) / FLOAT_UNIT
+        if diff.size and diff.max() > worst:
+            index = np.unravel_index(int(diff.argmax()), diff.shape)
+            worst = float(diff.max())
+            worst_where = (f"{uid}[{', '.join(map(str, index))}] (layout {builder.layouts[uid]}): "
+                           f"vulkan {a[index]}, TOSA path {b[index]}")
+
+    # Program outputs a delegate produced, against the float model.
+    params = output_quant(result.edge_program, result.io_quant_params)
+    graph = result.edge_program.exported_program().graph_module.graph
+    vs_float = []
+    for node, p, reference, unit in zip(graph.output_node().args[0], params,
+                                        numerics.reference_outputs, numerics.units):
+        uid = f"v_{node.name}"
+        if uid not in got:
+            vs_float.append(None)
+            continue
+        order = builder.layouts[uid]
+        inverse = [order.index(i) for i in range(len(order))]
+        logical = torch.from_numpy(np.ascontiguousarray(np.transpose(got[uid], inverse)))
+        vs_float.append(compare(reference, dequantize(logical, p), unit))
+    return VulkanCheck(scenario, seconds, worst, worst == 0.0, worst_where, vs_float)

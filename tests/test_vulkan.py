@@ -1,0 +1,107 @@
+"""The Vulkan tier's machinery: environment, scenario building, runs, failures."""
+
+import json
+import stat
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conformance import vulkan
+from conformance.models import GridSample
+from conformance.numerics import measure
+from conformance.cases import Case, InputSpec
+from vgf_export import export_model, grid_qspec, image_qspec
+
+
+@pytest.fixture(scope="module")
+def stack():
+    try:
+        return vulkan.vulkan_stack()
+    except vulkan.VulkanUnavailable as error:
+        pytest.skip(str(error))
+
+
+def test_missing_loader_names_what_to_install(monkeypatch):
+    vulkan.vulkan_stack.cache_clear()
+    monkeypatch.setattr(vulkan.ctypes.util, "find_library", lambda name: None)
+    try:
+        with pytest.raises(vulkan.VulkanUnavailable, match="libvulkan1 mesa-vulkan-drivers"):
+            vulkan.vulkan_stack()
+    finally:
+        vulkan.vulkan_stack.cache_clear()
+
+
+def test_graph_layer_directory_comes_first(stack):
+    graph_dir, tensor_dir = stack.env["VK_LAYER_PATH"].split(":")
+    assert graph_dir.endswith("1_graph") and tensor_dir.endswith("2_tensor")
+    manifest = json.loads(next(__import__("pathlib").Path(graph_dir).glob("*.json")).read_text())
+    assert manifest["layer"]["name"] == "VK_LAYER_ML_Graph_Emulation"
+    assert manifest["layer"]["library_path"].startswith("/")
+    assert "lvp_icd" in stack.env["VK_ICD_FILENAMES"]
+
+
+GRID_CASE = Case(
+    id="unit-grid-rgb-bilinear-border",
+    family="grid_sample",
+    model=lambda: GridSample("bilinear", "border", False),
+    inputs=(InputSpec("image", (1, 3, 12, 20)), InputSpec("grid:rotation", (1, 6, 10, 2))),
+    input_qspecs=("int8", "int16"),
+    output_qspecs=("int8",),
+)
+
+
+@pytest.fixture(scope="module")
+def grid_run(tmp_path_factory, stack):
+    root = tmp_path_factory.mktemp("vk")
+    result = export_model(GRID_CASE.model(), GRID_CASE.make_inputs(), artifacts_root=root / "art",
+                          **GRID_CASE.export_kwargs())
+    numerics = measure(GRID_CASE, result)
+    return result, numerics, root / "vulkan"
+
+
+def test_scenario_aliases_images_and_feeds_them_through_the_image(grid_run):
+    result, numerics, workdir = grid_run
+    vgf_files = {int(p.name[:2]): p for p in result.artifacts.delegate_files() if p.suffix == ".vgf"}
+    builder = vulkan.build_scenario(numerics.program, workdir / "build", vgf_files)
+    scenario = json.loads((workdir / "build" / "scenario.json").read_text())
+    kinds = [next(iter(r)) for r in scenario["resources"]]
+    assert kinds.count("graph") == 2 and kinds.count("shader") == 1
+    images = [r["image"] for r in scenario["resources"] if "image" in r]
+    assert {i["format"] for i in images} == {"VK_FORMAT_R8G8B8A8_SNORM"}
+    assert {i["shader_access"] for i in images} == {"readonly", "writeonly"}
+    tensors = {r["tensor"]["uid"]: r["tensor"] for r in scenario["resources"] if "tensor" in r}
+    for image in images:
+        group = image["memory_group"]["id"]
+        (aliased,) = [t for t in tensors.values() if t.get("memory_group", {}).get("id") == group]
+        assert aliased["dims"][-1] == 4 and aliased["format"] == "VK_FORMAT_R8_SINT"
+        assert image["dims"] == [1, aliased["dims"][2], aliased["dims"][1], 1]  # width first
+    sampled = next(i for i in images if i["shader_access"] == "readonly")
+    assert sampled["min_filter"] == "LINEAR" and sampled["border_address_mode"] == "CLAMP_EDGE"
+    commands = [next(iter(c)) for c in scenario["commands"]]
+    assert commands == ["dispatch_vgf", "dispatch_compute", "dispatch_vgf"]
+    assert len(builder.produced) == 3
+
+
+def test_case_runs_bit_exact_and_reruns_by_hand(grid_run):
+    result, numerics, workdir = grid_run
+    check = vulkan.run_case_on_vulkan(numerics, result, workdir / "run")
+    assert check.bit_exact and check.max_lsb_vs_tosa == 0
+    assert check.vs_float[0].max_lsb <= 2
+    command = vulkan.rerun_command(check.scenario)
+    assert command.startswith(sys.executable)
+    rerun = subprocess.run([sys.executable, "-m", "conformance.vulkan", str(check.scenario)],
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+
+
+def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeypatch, stack):
+    fake = tmp_path / "scenario-runner"
+    fake.write_text("#!/bin/sh\necho starting\nsleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(vulkan, "vulkan_stack", lambda: vulkan.VulkanStack(runner=fake, env=stack.env))
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text("{}")
+    with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.vulkan"):
+        vulkan.run_scenario(scenario, timeout=1)
