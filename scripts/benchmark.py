@@ -1,0 +1,130 @@
+"""Benchmark of the conformance suite (a script, not a test).
+
+Measures, and prints as Markdown:
+
+1. the suite's wall time with ``-n auto`` (the full matrix, or ``--quick``);
+2. each stage's seconds per case (mean, max, total), from the run's report;
+3. that every case was exported exactly once (one artifacts directory and one
+   ``program.pte`` per case, and the export refuses to overwrite);
+4. the harness's overhead: the same cases run by the suite on one worker,
+   minus the numerics tier, against calling ``export_model`` directly.
+
+Usage: .venv/bin/python scripts/benchmark.py [--quick] [--overhead-cases N] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def run_suite(out: Path, extra: list[str]) -> tuple[float, dict]:
+    report_dir, artifacts = out / "report", out / "artifacts"
+    cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
+           "--vgf-report", str(report_dir), "--vgf-artifacts", str(artifacts), *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    summary = [l for l in proc.stdout.splitlines() if " passed" in l or " failed" in l]
+    print(f"$ {' '.join(cmd[2:])}\n  exit {proc.returncode}: {summary[-1] if summary else proc.stdout[-500:]}")
+    return wall, json.loads((report_dir / "report.json").read_text())
+
+
+def stage_table(report: dict) -> str:
+    per_stage: dict[str, list[float]] = defaultdict(list)
+    for case in report["cases"]:
+        for stage, seconds in case["run"]["seconds"].items():
+            per_stage[stage].append(seconds)
+    rows = ["| stage | cases | mean s | max s | total s |", "|---|---|---|---|---|"]
+    for stage, values in sorted(per_stage.items(), key=lambda kv: -sum(kv[1])):
+        rows.append(f"| {stage} | {len(values)} | {statistics.mean(values):.3f} | "
+                    f"{max(values):.3f} | {sum(values):.1f} |")
+    return "\n".join(rows)
+
+
+def exported_once(report: dict, artifacts: Path) -> str:
+    ids = [c["id"] for c in report["cases"]]
+    programs = {p.parent.name for p in artifacts.glob("*/program.pte")}
+    missing = [i for i in ids if i not in programs and i]
+    dirs = sorted(p.name for p in artifacts.iterdir() if p.is_dir())
+    return (f"{len(ids)} cases in the report, {len(dirs)} artifact directories, "
+            f"{len(programs)} programs; duplicates: {len(dirs) - len(set(dirs))}; "
+            f"cases without a program (failed before serialize): {len(missing)}")
+
+
+BARE = """
+import sys, time, json, tempfile
+from pathlib import Path
+from conformance.cases import CASES
+from vgf_export import export_model
+ids = json.loads(sys.argv[1])
+root = Path(tempfile.mkdtemp())
+times = {}
+for cid in ids:
+    case = CASES[cid]
+    start = time.perf_counter()
+    export_model(case.model(), case.make_inputs(), artifacts_root=root / cid, **case.export_kwargs())
+    times[cid] = time.perf_counter() - start
+print(json.dumps(times))
+"""
+
+
+def overhead(ids: list[str], out: Path) -> str:
+    start = time.perf_counter()
+    proc = subprocess.run([PYTHON, "-c", BARE, json.dumps(ids)], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    bare_wall = time.perf_counter() - start
+    bare = json.loads(proc.stdout.strip().splitlines()[-1])
+    expr = " or ".join(ids)
+    wall, report = run_suite(out / "overhead", ["-n", "0", "-k", expr])
+    numerics = sum(c["run"]["seconds"].get("numerics", 0.0) for c in report["cases"])
+    harness = wall - numerics
+    bare_total = sum(bare.values())
+    return (
+        f"{len(ids)} cases, one process each way.\n"
+        f"- bare export_model: {bare_total:.1f} s of exports ({bare_wall:.1f} s wall with imports)\n"
+        f"- suite on one worker: {wall:.1f} s wall, of which numerics tier {numerics:.1f} s\n"
+        f"- harness (suite wall minus numerics) over bare wall: "
+        f"{harness:.1f} s vs {bare_wall:.1f} s = {100 * (harness / bare_wall - 1):+.1f}%"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="only the quick tier")
+    parser.add_argument("--workers", default="auto", help="pytest -n value (default auto)")
+    parser.add_argument("--overhead-cases", type=int, default=12,
+                        help="cases for the overhead measurement (0: skip it)")
+    parser.add_argument("--out", type=Path, default=None, help="keep reports and artifacts here")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="vgf-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    extra = ["-n", args.workers] + (["-m", "quick"] if args.quick else [])
+    wall, report = run_suite(out / "suite", extra)
+    outcomes = defaultdict(int)
+    for case in report["cases"]:
+        outcomes[case["outcome"]] += 1
+    print(f"\n## Suite: {'quick tier' if args.quick else 'full matrix'}, -n {args.workers}\n")
+    print(f"wall {wall:.1f} s for {len(report['cases'])} cases; outcomes {dict(outcomes)}\n")
+    print(stage_table(report))
+    print(f"\nexported once: {exported_once(report, out / 'suite' / 'artifacts')}")
+    if args.overhead_cases:
+        ids = [c["id"] for c in report["cases"] if c["outcome"] == "passed"][: args.overhead_cases]
+        print("\n## Harness overhead\n")
+        print(overhead(ids, out))
+    print(f"\n(reports and artifacts in {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
