@@ -51,6 +51,18 @@ def test_duplicate_names_are_refused(monkeypatch):
         patches.register(patch)
 
 
+def test_disabled_patch_stays_off(monkeypatch):
+    monkeypatch.setattr(patches, "_REGISTRY", {})
+    monkeypatch.setattr(patches, "_APPLIED", {})
+    monkeypatch.setattr(patches, "_DISABLED", set())
+    patches.register(Patch("p", "x", "y", ">=1", lambda: (lambda: None)))
+    assert patches.apply_arm_backend_monkey_patch("1.5.1") == ["p"]
+    patches.disable_patch("p")
+    assert patches.apply_arm_backend_monkey_patch("1.5.1") == []
+    with pytest.raises(ValueError, match="no patch named 'q'"):
+        patches.disable_patch("q")
+
+
 def test_revert_of_unapplied_patch_names_it():
     with pytest.raises(ValueError, match="'nope' is not applied"):
         patches.revert_patch("nope")
@@ -58,7 +70,7 @@ def test_revert_of_unapplied_patch_names_it():
 
 def test_converter_timeout_fails_the_convert_stage(tmp_path, monkeypatch):
     fake = tmp_path / "model-converter"
-    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("MODEL_CONVERTER_PATH", str(fake))
     monkeypatch.setenv(patches.CONVERTER_TIMEOUT_ENV, "1")

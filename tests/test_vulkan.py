@@ -98,7 +98,7 @@ def test_case_runs_bit_exact_and_reruns_by_hand(grid_run):
 
 def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeypatch, stack):
     fake = tmp_path / "scenario-runner"
-    fake.write_text("#!/bin/sh\necho starting\nsleep 60\n")
+    fake.write_text("#!/bin/sh\necho starting\nexec sleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(vulkan, "vulkan_stack", lambda: vulkan.VulkanStack(runner=fake, env=stack.env))
     scenario = tmp_path / "scenario.json"

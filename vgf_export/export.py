@@ -41,6 +41,7 @@ from vgf_export.passes import (
     set_tensors_to_channels_last_pass,
 )
 from vgf_export.quantizer import build_quantizer
+from vgf_export.workarounds import check_disabled
 from vgf_export.reports import (
     ExportReport,
     build_export_report,
@@ -266,11 +267,13 @@ def export_model(
     quantize_grid_sample_output: bool = True,
     enable_pt2e_quantization: bool = True,
     overwrite_artifacts: bool = False,
+    disable_workarounds: Sequence[str] = (),
 ) -> ExportResult:
     """Export ``model`` for VGF as the seed does; see the module docstring.
 
     Artifacts already present under ``artifacts_root`` are never replaced
-    unless ``overwrite_artifacts=True``.
+    unless ``overwrite_artifacts=True``. ``disable_workarounds`` turns named
+    workarounds of :mod:`vgf_export.workarounds` off (to show they are needed).
     """
     verbose = os.environ.get("EXPORT_EXECUTORCH_VERBOSE", "0") == "1"
     enable_vgf_debug_logging(verbose)
@@ -281,6 +284,7 @@ def export_model(
     quantized_input_qspecs = tuple(quantized_input_qspecs)
     quantized_output_qspecs = tuple(quantized_output_qspecs)
     module_name_quant_configs = dict(module_name_quant_configs or {})
+    disabled = check_disabled(disable_workarounds)
     _check_arguments(
         model,
         example_inputs,
@@ -302,8 +306,10 @@ def export_model(
         exported_program = torch.export.export(model, example_inputs, strict=True)
         # torch 2.13's module() adds a `_guards_fn` call_module node, which
         # Arm's annotation passes reject ("call_module is not supported").
-        captured_graph = exported_program.module(check_guards=False)
-    _, rewritten_resizes = rewrite_large_bilinear_downsample_pass(captured_graph)
+        captured_graph = exported_program.module(check_guards="no-guards-module" in disabled)
+    rewritten_resizes = 0
+    if "resize-split" not in disabled:
+        _, rewritten_resizes = rewrite_large_bilinear_downsample_pass(captured_graph)
     if verbose and rewritten_resizes:
         print("Rewrote oversized bilinear downsample nodes before quantization:",
               rewritten_resizes)
@@ -333,9 +339,13 @@ def export_model(
 
     with stage("partition"):
         vgf_partitioner = _StageTrackingPartitioner(
-            make_vgf_partitioner(compile_spec),
+            make_vgf_partitioner(
+                compile_spec, claim_grid_sampler="grid-sampler-routing" in disabled
+            ),
             quantized_input_idxs=quantized_input_idxs,
             quantized_output_idxs=quantized_output_idxs,
+            detag_qdq="qdq-detag" not in disabled,
+            sort_tags="partition-order" not in disabled,
             stage=stage,
         )
         edge_program = to_edge_transform_and_lower(

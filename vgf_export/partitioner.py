@@ -65,11 +65,15 @@ class VgfPartitionerWrapper(Partitioner):
         *,
         quantized_input_idxs: Sequence[int] = (),
         quantized_output_idxs: Sequence[int] = (),
+        detag_qdq: bool = True,
+        sort_tags: bool = True,
     ) -> None:
         super().__init__()
         self.inner = inner_partitioner
         self._quantized_input_idxs = frozenset(quantized_input_idxs)
         self._quantized_output_idxs = frozenset(quantized_output_idxs)
+        self._detag_qdq = detag_qdq  # off only to show the workaround is needed
+        self._sort_tags = sort_tags
 
     def ops_to_not_decompose(self, ep):
         return self.inner.ops_to_not_decompose(ep)
@@ -91,7 +95,7 @@ class VgfPartitionerWrapper(Partitioner):
         }
 
         for node in graph.nodes:
-            if "delegation_tag" not in node.meta:
+            if "delegation_tag" not in node.meta or not self._detag_qdq:
                 continue
             if is_q_op(node):
                 detag = any(
@@ -118,9 +122,8 @@ class VgfPartitionerWrapper(Partitioner):
         # partitioner builds it from a set of tag strings, whose order changes
         # with PYTHONHASHSEED, and so would the lowered graph (node order,
         # delegate input order, output names). Sort for a deterministic export.
+        order = sorted(result.partition_tags, key=_tag_order) if self._sort_tags else result.partition_tags
         result.partition_tags = {
-            tag: result.partition_tags[tag]
-            for tag in sorted(result.partition_tags, key=_tag_order)
-            if tag in active
+            tag: result.partition_tags[tag] for tag in order if tag in active
         }
         return result

@@ -32,6 +32,7 @@ class Patch:
 
 _REGISTRY: dict[str, Patch] = {}
 _APPLIED: dict[str, Callable[[], None]] = {}
+_DISABLED: set[str] = set()
 
 
 def register(patch: Patch) -> Patch:
@@ -54,6 +55,8 @@ def apply_arm_backend_monkey_patch(executorch_version: str | None = None) -> lis
     the installed one). Returns the names of the patches now in effect."""
     version = executorch_version or installed_executorch_version()
     for patch in _REGISTRY.values():
+        if patch.name in _DISABLED:
+            continue
         if patch.name not in _APPLIED and patch.is_needed(version):
             _APPLIED[patch.name] = patch.apply()
     return sorted(_APPLIED)
@@ -64,10 +67,19 @@ def applied_patches() -> list[str]:
 
 
 def revert_patch(name: str) -> None:
-    """Undo one applied patch (for tests that show a patch is still needed)."""
+    """Undo one applied patch (a later apply_arm_backend_monkey_patch() applies it again)."""
     if name not in _APPLIED:
         raise ValueError(f"patch {name!r} is not applied; applied: {applied_patches()}")
     _APPLIED.pop(name)()
+
+
+def disable_patch(name: str) -> None:
+    """Revert a patch and keep it off in this process (to show it is still needed)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"no patch named {name!r}; registered: {sorted(_REGISTRY)}")
+    _DISABLED.add(name)
+    if name in _APPLIED:
+        revert_patch(name)
 
 
 # ---------------------------------------------------------------------------
