@@ -142,16 +142,25 @@ def build_golden(case, result, numerics: dict | None = None) -> dict:
     from vgf_export.grid_sampler_backend import GridSamplerPayload
 
     report = result.report
+    def section(build, path):
+        # A section that cannot be built (a tool's output format changed, a
+        # file is unreadable) is recorded as such: the golden then differs
+        # and says why, and the other sections still compare.
+        try:
+            return build(path)
+        except Exception as error:  # noqa: BLE001 - any failure is the finding
+            return {"error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"}
+
     tosa, vgf, grid_sampler = [], [], []
     for path in result.artifacts.delegate_files():
         index = int(path.name.split("_", 1)[0])
         if path.suffix == ".tosa":
-            tosa.append({"delegate": index, **golden_tosa(summarize_tosa(path.read_bytes()))})
+            tosa.append({"delegate": index, **section(lambda p: golden_tosa(summarize_tosa(p.read_bytes())), path)})
         elif path.suffix == ".vgf":
-            vgf.append({"delegate": index, **golden_vgf(summarize_vgf(str(path)))})
+            vgf.append({"delegate": index, **section(lambda p: golden_vgf(summarize_vgf(str(p))), path)})
         elif path.suffix == ".json":
-            payload = GridSamplerPayload.from_bytes(path.read_bytes()).to_dict()
-            grid_sampler.append({"delegate": index, **payload})
+            grid_sampler.append({"delegate": index, **section(
+                lambda p: GridSamplerPayload.from_bytes(p.read_bytes()).to_dict(), path)})
     golden = {
         "case": case.describe(),
         "graph": graph_section(result.edge_program),
@@ -179,6 +188,54 @@ def changed_sections(stored_text: str | None, golden: dict) -> list[str]:
     keys = [k for k in SECTIONS if k in stored or k in current]
     keys += sorted((set(stored) | set(current)) - set(SECTIONS))
     return [k for k in keys if stored.get(k) != current.get(k)]
+
+
+def _compute_ops(ops: list[str]) -> list[str]:
+    return [op for op in ops if "quantized_decomposed" not in op]
+
+
+def _worst_vs_float(golden: dict) -> float | None:
+    outputs = (golden.get("numerics") or {}).get("outputs") or []
+    values = [o["vs_float"]["max_lsb"] for o in outputs if o.get("vs_float")]
+    return max(values) if values else None
+
+
+def describe_changes(stored_text: str | None, golden: dict | None, failed_stage: str | None = None) -> list[str]:
+    """What changed against the stored golden, in words that group well
+    across cases ("no longer delegated", "tosa changed", ...)."""
+    if stored_text is None:
+        return ["new case (no golden)"] if golden is not None else []
+    stored = json.loads(stored_text)
+    if golden is None:
+        return [f"now fails at {failed_stage} (exported on the baseline)"]
+    current = json.loads(serialize(golden))
+    changes = []
+    before = [(d["backend"], _compute_ops(d["ops"])) for d in stored.get("delegates", [])]
+    after = [(d["backend"], _compute_ops(d["ops"])) for d in current.get("delegates", [])]
+    cpu_before = _compute_ops(stored.get("cpu_ops", []))
+    cpu_after = _compute_ops(current.get("cpu_ops", []))
+    if before and not after:
+        changes.append("no longer delegated")
+    elif after and not before:
+        changes.append("newly delegated")
+    elif len(cpu_after) > len(cpu_before):
+        changes.append("more ops left on the CPU")
+    elif len(cpu_after) < len(cpu_before):
+        changes.append("fewer ops left on the CPU")
+    elif before != after:
+        changes.append("delegation changed")
+    for section in ("graph", "io_quant_params", "tosa", "vgf", "grid_sampler"):
+        if stored.get(section) != current.get(section):
+            changes.append(f"{section} changed")
+    worst_before, worst_after = _worst_vs_float(stored), _worst_vs_float(current)
+    if worst_before is not None and worst_after is not None:
+        if worst_after > worst_before + 0.5:
+            changes.append("numerics vs float worse by more than 0.5 LSB")
+        elif worst_after < worst_before - 0.5:
+            changes.append("numerics vs float better by more than 0.5 LSB")
+        elif stored.get("numerics") != current.get("numerics"):
+            changes.append("numerics statistics changed (within 0.5 LSB)")
+    return changes
 
 
 # ---------------------------------------------------------------------------

@@ -16,16 +16,16 @@ so it is the same with and without xdist.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
 
+from conformance.report import build_report, write_report
 from conformance.runner import ExpectedStageFailure
 
 REPORT_KEY = "vgf_case"
-OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
+WORKAROUND_KEY = "vgf_workaround"
 
 
 # ---------------------------------------------------------------------------
@@ -38,6 +38,10 @@ def pytest_addoption(parser):
     group.addoption("--vgf-artifacts", metavar="DIR", default=None,
                     help="keep each case's export artifacts under DIR/<case id> "
                          "(DIR must not hold artifacts of the same cases)")
+    group.addoption("--vgf-shard", metavar="I/N", default=None,
+                    help="run shard I of N (1-based): cases are dealt round-robin in id order "
+                         "over the whole table, a case's tests stay together; tests that are "
+                         "not per case run in shard 1")
 
 
 def pytest_configure(config):
@@ -46,6 +50,35 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
+
+
+def _parse_shard(spec: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in spec.split("/"))
+    except ValueError:
+        index = count = 0
+    if not 1 <= index <= count:
+        raise pytest.UsageError(f"--vgf-shard must be I/N with 1 <= I <= N, got {spec!r}")
+    return index, count
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = config.getoption("--vgf-shard")
+    if not spec:
+        return
+    index, count = _parse_shard(spec)
+    from conformance.cases import CASES
+
+    shard_of = {case_id: i % count + 1 for i, case_id in enumerate(sorted(CASES))}
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        case_id = callspec.params.get("case_run") if callspec else None
+        shard = shard_of.get(case_id, 1)
+        (keep if shard == index else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def case_params(cases: dict) -> list:
@@ -87,6 +120,13 @@ def record_case(request, case_run, **extra) -> None:
     request.node.user_properties.append((REPORT_KEY, data))
 
 
+def record_workaround(request, name: str, needed: bool, evidence: list[str], upstream: str) -> None:
+    """Attach a workaround-ledger verdict to this test's report."""
+    request.node.user_properties.append(
+        (WORKAROUND_KEY, {"name": name, "needed": needed, "evidence": evidence, "upstream": upstream})
+    )
+
+
 def _outcome(report) -> str:
     if report.when != "call" and report.failed:
         return "error"
@@ -110,8 +150,12 @@ class CaseReport:
         self.config = config
         self.cases: dict[str, dict] = defaultdict(dict)
         self.workers: dict[str, set[str]] = defaultdict(set)
+        self.workarounds: dict[str, dict] = {}
 
     def pytest_runtest_logreport(self, report) -> None:
+        for key, value in report.user_properties:
+            if key == WORKAROUND_KEY:
+                self.workarounds[value["name"]] = value
         case_id = _case_id(report.nodeid)
         if case_id is None:
             return
@@ -145,69 +189,6 @@ class CaseReport:
         directory = self.config.getoption("--vgf-report")
         if directory is None:
             return
-        report = build_report(self.cases)
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        (out / "report.md").write_text(render_markdown(report))
-
-
-def _case_outcome(tests: dict[str, str]) -> str:
-    outcomes = set(tests.values())
-    for outcome in OUTCOME_ORDER:
-        if outcome in outcomes:
-            if outcome == "skipped" and outcomes - {"skipped"}:
-                continue
-            return outcome
-    return "passed"
-
-
-def build_report(cases: dict[str, dict]) -> dict:
-    rows = []
-    for case_id in sorted(cases):
-        entry = dict(cases[case_id])
-        tests = entry.pop("tests", {})
-        entry.setdefault("id", case_id)
-        entry["outcome"] = _case_outcome(tests)
-        entry["tests"] = dict(sorted(tests.items()))
-        entry.setdefault("golden_changed", [])
-        for key in ("stage", "delegates", "cpu_ops"):
-            entry.setdefault(key, None if key == "stage" else [])
-        rows.append(entry)
-    return {"cases": rows}
-
-
-def render_markdown(report: dict) -> str:
-    cases = report["cases"]
-    by_outcome = Counter(c["outcome"] for c in cases)
-    families = sorted({c.get("family", "?") for c in cases})
-    lines = ["# VGF conformance report", "", f"{len(cases)} cases.", "",
-             "## By outcome", "", "| outcome | cases |", "|---|---|"]
-    lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
-    lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
-              "|---|" + "---|" * len(OUTCOME_ORDER)]
-    for family in families:
-        counts = Counter(c["outcome"] for c in cases if c.get("family", "?") == family)
-        lines.append(f"| {family} | " + " | ".join(str(counts[o]) for o in OUTCOME_ORDER) + " |")
-    delegated = Counter()
-    for c in cases:
-        backends = sorted({d["backend"] for d in c.get("delegates") or []})
-        shape = "+".join(backends) or "none"
-        if c.get("cpu_ops"):
-            shape += " (+CPU ops)"
-        delegated[shape] += 1
-    lines += ["", "## Delegation", "", "| delegates | cases |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(delegated.items())]
-    changed = [c for c in cases if c["golden_changed"]]
-    if changed:
-        lines += ["", "## Golden changes", "", "| case | sections |", "|---|---|"]
-        lines += [f"| {c['id']} | {', '.join(c['golden_changed'])} |" for c in changed]
-    bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
-    if bad:
-        lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
-        for c in bad:
-            error = (c.get("error") or "").splitlines()[0][:160] if c.get("error") else ""
-            lines.append(f"| {c['id']} | {c['outcome']} | {c.get('stage')} | {error} |")
-    return "\n".join(lines) + "\n"
+        write_report(build_report(self.cases, self.workarounds), Path(directory))
 
 

@@ -115,14 +115,15 @@ class CaseRun:
         }
 
 
-def run_case(case: Case, artifacts_root: Path) -> CaseRun:
+def run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseRun:
     artifacts = artifacts_root / case.id
     run = CaseRun(case=case, artifacts=artifacts, stage="export")
     start = time.perf_counter()
     try:
         inputs = case.make_inputs()
         run.result = export_model(
-            case.model(), inputs, artifacts_root=artifacts, **case.export_kwargs()
+            case.model(), inputs, artifacts_root=artifacts,
+            disable_workarounds=disable_workarounds, **case.export_kwargs()
         )
     except ExportStageError as error:
         run.stage = error.stage
@@ -146,6 +147,10 @@ def run_case(case: Case, artifacts_root: Path) -> CaseRun:
     run.seconds["numerics"] = time.perf_counter() - start
     start = time.perf_counter()
     numerics = run.numerics.to_dict() if run.numerics else {"error": run.failure.describe()}
-    run.golden = build_golden(case, run.result, numerics)
+    try:
+        run.golden = build_golden(case, run.result, numerics)
+    except Exception as error:  # the harness itself broke: say so, on this case alone
+        run.failure = StageFailure("serialize", type(error).__name__, tail(traceback.format_exc()))
+        run.stage = "serialize"
     run.seconds["golden"] = time.perf_counter() - start
     return run

@@ -609,6 +609,13 @@ def vgf_dump_json(path: str, timeout: float = 60) -> dict:
     return json.loads(p.stdout)
 
 
+def _descriptor_set(index: int, info, binding) -> dict:
+    # vgf_dump 0.11 writes {"set_index", "bindings"}; 0.9 a bare list of bindings.
+    if isinstance(info, list):
+        return {"set": index, "bindings": [binding(b) for b in info]}
+    return {"set": info.get("set_index"), "bindings": [binding(b) for b in info.get("bindings", [])]}
+
+
 def summarize_vgf(path: str, *, raw: dict | None = None) -> dict:
     """Condensed VGF description: module/segment sequence, bindings with
     resource category/format/shape, constants. No file paths."""
@@ -644,10 +651,8 @@ def summarize_vgf(path: str, *, raw: dict | None = None) -> dict:
             },
             "inputs": [binding(b) for b in s.get("inputs", [])],
             "outputs": [binding(b) for b in s.get("outputs", [])],
-            "descriptor_sets": [
-                {"set": ds.get("set_index"), "bindings": [binding(b) for b in ds.get("bindings", [])]}
-                for ds in s.get("descriptor_set_infos", [])
-            ],
+            "descriptor_sets": [_descriptor_set(i, ds, binding)
+                                for i, ds in enumerate(s.get("descriptor_set_infos", []))],
             "constants": [
                 {"shape": res(consts.get(ci, {}).get("mrt_index")).get("shape"),
                  "vk_format": res(consts.get(ci, {}).get("mrt_index")).get("vk_format"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.golden import GOLDEN_ROOT, changed_sections
+from conformance.golden import GOLDEN_ROOT, changed_sections, describe_changes
 from conformance.plugin import record_case
 from conformance.vulkan import (
     VulkanRunError,
@@ -21,18 +21,28 @@ from conformance.vulkan import (
 )
 
 
+def _stored_golden(case_run) -> Path:
+    return GOLDEN_ROOT / Path(__file__).stem / f"{case_run.case.id}.json"
+
+
 def test_export(case_run, request):
     """The export reaches the end of the flow (or fails as expected)."""
-    record_case(request, case_run)
+    stored = _stored_golden(case_run)
+    changes = []
+    if case_run.golden is None and stored.exists():
+        changes = describe_changes(stored.read_text(), None, case_run.stage)
+    record_case(request, case_run, changes=changes)
     case_run.require_export()
 
 
 def test_golden(case_run, golden, request):
     """Graph structure, delegation, quantization, TOSA and VGF match the golden."""
     case_run.require_export()
-    stored = GOLDEN_ROOT / Path(__file__).stem / f"{case_run.case.id}.json"
-    changed = changed_sections(stored.read_text() if stored.exists() else None, case_run.golden)
-    record_case(request, case_run, golden_changed=changed)
+    stored = _stored_golden(case_run)
+    stored_text = stored.read_text() if stored.exists() else None
+    changed = changed_sections(stored_text, case_run.golden)
+    record_case(request, case_run, golden_changed=changed,
+                changes=describe_changes(stored_text, case_run.golden))
     assert golden == case_run.golden, (
         f"golden of {case_run.case.id} changed in sections {changed} ({stored}).\n"
         "If the change is intended, accept it with:\n"

@@ -1,0 +1,135 @@
+"""The conformance report: ``report.json`` and ``report.md``.
+
+``report.json`` has ``cases`` (one object per case run: ``id``, ``family``,
+``outcome``, ``stage``, ``error``, ``delegates``, ``cpu_ops``,
+``golden_changed``, ``changes``, ``numerics``, ``tests``, and the
+run-specific ``run`` block) and ``workarounds`` (the ledger's verdicts).
+``report.md`` starts with counts by outcome and by op family, then groups the
+changes against the goldens ("12 resize cases: no longer delegated").
+
+``python -m conformance.report merge OUT DIR...`` merges the reports of
+several shards into one report of the same format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
+
+
+def _case_outcome(tests: dict[str, str]) -> str:
+    outcomes = set(tests.values())
+    for outcome in OUTCOME_ORDER:
+        if outcome in outcomes:
+            if outcome == "skipped" and outcomes - {"skipped"}:
+                continue
+            return outcome
+    return "passed"
+
+
+def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None) -> dict:
+    rows = []
+    for case_id in sorted(cases):
+        entry = dict(cases[case_id])
+        tests = entry.pop("tests", {})
+        entry.setdefault("id", case_id)
+        entry["outcome"] = _case_outcome(tests)
+        entry["tests"] = dict(sorted(tests.items()))
+        entry.setdefault("golden_changed", [])
+        entry.setdefault("changes", [])
+        for key in ("stage", "delegates", "cpu_ops"):
+            entry.setdefault(key, None if key == "stage" else [])
+        rows.append(entry)
+    return {"cases": rows, "workarounds": [workarounds[k] for k in sorted(workarounds or {})]}
+
+
+def render_markdown(report: dict) -> str:
+    cases = report["cases"]
+    by_outcome = Counter(c["outcome"] for c in cases)
+    families = sorted({c.get("family", "?") for c in cases})
+    lines = ["# VGF conformance report", "", f"{len(cases)} cases.", "",
+             "## By outcome", "", "| outcome | cases |", "|---|---|"]
+    lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
+    lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
+              "|---|" + "---|" * len(OUTCOME_ORDER)]
+    for family in families:
+        counts = Counter(c["outcome"] for c in cases if c.get("family", "?") == family)
+        lines.append(f"| {family} | " + " | ".join(str(counts[o]) for o in OUTCOME_ORDER) + " |")
+    delegated = Counter()
+    for c in cases:
+        backends = sorted({d["backend"] for d in c.get("delegates") or []})
+        shape = "+".join(backends) or "none"
+        if c.get("cpu_ops"):
+            shape += " (+CPU ops)"
+        delegated[shape] += 1
+    lines += ["", "## Delegation", "", "| delegates | cases |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(delegated.items())]
+    groups = Counter((c.get("family", "?"), change) for c in cases for change in c.get("changes", []))
+    if groups:
+        lines += ["", "## Changes against the goldens", ""]
+        lines += [f"- {n} {family} case{'s' if n > 1 else ''}: {change}"
+                  for (family, change), n in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))]
+    changed = [c for c in cases if c["golden_changed"]]
+    if changed:
+        lines += ["", "## Golden sections changed", "", "| case | sections |", "|---|---|"]
+        lines += [f"| {c['id']} | {', '.join(c['golden_changed'])} |" for c in changed]
+    ledger = report.get("workarounds") or []
+    if ledger:
+        lines += ["", "## Workarounds", "", "| workaround | still needed | evidence |", "|---|---|---|"]
+        for w in ledger:
+            evidence = "; ".join(w["evidence"])[:200] or "no probe changed without it"
+            lines.append(f"| {w['name']} | {'yes' if w['needed'] else '**no: unnecessary here**'} | {evidence} |")
+    bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
+    if bad:
+        lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
+        for c in bad:
+            error = (c.get("error") or "").splitlines()[0][:160] if c.get("error") else ""
+            lines.append(f"| {c['id']} | {c['outcome']} | {c.get('stage')} | {error} |")
+    return "\n".join(lines) + "\n"
+
+
+
+
+def write_report(report: dict, directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (directory / "report.md").write_text(render_markdown(report))
+
+
+def merge_reports(reports: list[dict]) -> dict:
+    """One report from the reports of disjoint shards."""
+    cases: dict[str, dict] = {}
+    workarounds: dict[str, dict] = {}
+    for report in reports:
+        for case in report["cases"]:
+            if case["id"] in cases:
+                raise ValueError(f"case {case['id']} is in more than one shard's report")
+            cases[case["id"]] = case
+        for verdict in report.get("workarounds", []):
+            workarounds[verdict["name"]] = verdict
+    return {"cases": [cases[k] for k in sorted(cases)],
+            "workarounds": [workarounds[k] for k in sorted(workarounds)]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.report")
+    sub = parser.add_subparsers(dest="command", required=True)
+    merge = sub.add_parser("merge", help="merge shard reports (directories with report.json)")
+    merge.add_argument("out", type=Path, help="directory for the merged report.json and report.md")
+    merge.add_argument("shards", type=Path, nargs="+", help="shard report directories")
+    args = parser.parse_args(argv)
+    missing = [str(d) for d in args.shards if not (d / "report.json").is_file()]
+    if missing:
+        parser.error(f"shards must be directories holding report.json; not found in: {missing}")
+    merged = merge_reports([json.loads((d / "report.json").read_text()) for d in args.shards])
+    write_report(merged, args.out)
+    print(f"merged {len(args.shards)} reports, {len(merged['cases'])} cases, into {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""The report: merging shard reports, grouping changes, and shard selection."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.golden import describe_changes, serialize
+from conformance.report import build_report, main, merge_reports, render_markdown
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _case(case_id, family="resize", outcome="passed", changes=()):
+    return {"id": case_id, "family": family, "tests": {"test_export": outcome},
+            "changes": list(changes), "golden_changed": ["tosa"] if changes else [],
+            "delegates": [{"backend": "VgfBackend", "ops": ["aten.upsample_bilinear2d.vec"]}],
+            "cpu_ops": [], "stage": "run"}
+
+
+def test_outcome_aggregation_and_markdown_groups():
+    cases = {
+        "a": _case("a", changes=["no longer delegated"]),
+        "b": _case("b", changes=["no longer delegated", "tosa changed"]),
+        "c": {**_case("c", family="grid_sample"), "tests": {"test_export": "passed", "test_golden": "failed"}},
+        "d": {**_case("d"), "tests": {"test_export": "xfailed", "test_golden": "xfailed"}},
+    }
+    report = build_report(cases, {"resize-split": {"name": "resize-split", "needed": False,
+                                                   "evidence": [], "upstream": "x"}})
+    outcomes = {c["id"]: c["outcome"] for c in report["cases"]}
+    assert outcomes == {"a": "passed", "b": "passed", "c": "failed", "d": "xfailed"}
+    markdown = render_markdown(report)
+    assert markdown.startswith("# VGF conformance report")
+    assert "| passed | 2 |" in markdown and "| failed | 1 |" in markdown
+    assert "- 2 resize cases: no longer delegated" in markdown
+    assert "- 1 resize case: tosa changed" in markdown
+    assert "unnecessary here" in markdown
+
+
+def test_merge_keeps_the_format_and_refuses_overlap(tmp_path):
+    one = build_report({"a": _case("a")})
+    two = build_report({"b": _case("b", family="grid_sample")})
+    merged = merge_reports([one, two])
+    assert [c["id"] for c in merged["cases"]] == ["a", "b"]
+    assert set(merged) == set(one)
+    with pytest.raises(ValueError, match="case a is in more than one shard"):
+        merge_reports([one, one])
+    for name, report in (("s1", one), ("s2", two)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.json").write_text(json.dumps(report))
+    assert main(["merge", str(tmp_path / "out"), str(tmp_path / "s1"), str(tmp_path / "s2")]) == 0
+    assert json.loads((tmp_path / "out" / "report.json").read_text()) == merged
+    assert "2 cases." in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_describe_changes_groups_well():
+    stored = {"delegates": [{"backend": "VgfBackend", "ops": ["aten.upsample_bilinear2d.vec"]}],
+              "cpu_ops": [], "tosa": [1], "numerics": {"outputs": [{"vs_float": {"max_lsb": 0.8}}]}}
+    now_cpu = {**stored, "delegates": [], "cpu_ops": ["aten.upsample_bilinear2d.vec"], "tosa": [],
+               "numerics": {"outputs": [{"vs_float": {"max_lsb": 2.0}}]}}
+    assert describe_changes(serialize(stored), now_cpu) == [
+        "no longer delegated", "tosa changed", "numerics vs float worse by more than 0.5 LSB"]
+    assert describe_changes(serialize(stored), stored) == []
+    assert describe_changes(serialize(stored), None, "lower") == ["now fails at lower (exported on the baseline)"]
+    assert describe_changes(None, stored) == ["new case (no golden)"]
+
+
+def _collected(*args):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    return {line.split("[", 1)[1].split("]")[0] for line in proc.stdout.splitlines() if "::test_" in line and "[" in line}, proc
+
+
+def test_shards_are_disjoint_cover_everything_and_keep_cases_whole():
+    everything, _ = _collected()
+    first, _ = _collected("--vgf-shard", "1/2")
+    second, _ = _collected("--vgf-shard", "2/2")
+    assert first and second and not first & second
+    assert first | second == everything
+    _, bad = _collected("--vgf-shard", "0/2")
+    assert bad.returncode != 0 and "--vgf-shard must be I/N" in bad.stderr
