@@ -65,6 +65,9 @@ class VulkanRunError(RuntimeError):
 class VulkanStack:
     runner: Path
     env: dict
+    #: "dispatch_vgf" since scenario runner 0.10; older runners only know the
+    #: (now deprecated) "dispatch_graph".
+    graph_command: str = "dispatch_vgf"
 
     def environment(self) -> dict:
         return {**os.environ, **self.env}
@@ -116,7 +119,13 @@ def vulkan_stack() -> VulkanStack:
         "VK_ICD_FILENAMES": icds[0],
         "LD_LIBRARY_PATH": ":".join(filter(None, [str(deploy / "lib"), os.environ.get("LD_LIBRARY_PATH")])),
     }
-    return VulkanStack(runner=runner, env=env)
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    runner_version = Version(version("ai-ml-sdk-scenario-runner"))
+    command = "dispatch_vgf" if runner_version >= Version("0.10") else "dispatch_graph"
+    return VulkanStack(runner=runner, env=env, graph_command=command)
 
 
 def rerun_command(scenario: Path) -> str:
@@ -249,7 +258,7 @@ class ScenarioBuilder:
                 )
             bindings.append({"set": spec["binding"][0], "id": spec["binding"][1], "resource_ref": uid})
         self.produced.update(f"v_{node.name}" for node, _ in call.outputs)
-        self.commands.append({"dispatch_vgf": {"graph_ref": graph_uid, "bindings": bindings}})
+        self.commands.append({vulkan_stack().graph_command: {"graph_ref": graph_uid, "bindings": bindings}})
 
     def add_grid_sampler(self, call, payload) -> None:
         roles = dict(zip(payload.inputs, call.inputs))

@@ -80,7 +80,8 @@ def test_scenario_aliases_images_and_feeds_them_through_the_image(grid_run):
     sampled = next(i for i in images if i["shader_access"] == "readonly")
     assert sampled["min_filter"] == "LINEAR" and sampled["border_address_mode"] == "CLAMP_EDGE"
     commands = [next(iter(c)) for c in scenario["commands"]]
-    assert commands == ["dispatch_vgf", "dispatch_compute", "dispatch_vgf"]
+    graph = vulkan.vulkan_stack().graph_command
+    assert commands == [graph, "dispatch_compute", graph]
     assert len(builder.produced) == 3
 
 
@@ -101,6 +102,7 @@ def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeyp
     fake.write_text("#!/bin/sh\necho starting\nexec sleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(vulkan, "vulkan_stack", lambda: vulkan.VulkanStack(runner=fake, env=stack.env))
+    vulkan._vgf_bindings.cache_clear()
     scenario = tmp_path / "scenario.json"
     scenario.write_text("{}")
     with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.vulkan"):
