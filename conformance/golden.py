@@ -10,6 +10,8 @@ A golden holds, in sections (each a top-level key):
 ``tosa``          each VGF delegate's TOSA operators and the attributes that matter
 ``vgf``           each VGF delegate's segment sequence (from vgf_dump)
 ``grid_sampler``  each grid-sampler delegate's payload
+``pte``           the serialized program's tensors and IO, and where its output
+                  layouts disagree with what the delegates write
 ``numerics``      rounded error statistics (when the numerics tier ran)
 
 Keys are sorted, floats rounded, and nothing machine- or version-specific
@@ -39,7 +41,7 @@ GOLDEN_ROOT = Path(
 GOLDEN_TEST = "test_golden"
 SECTIONS = (
     "case", "graph", "delegates", "cpu_ops", "io_quant_params",
-    "tosa", "vgf", "grid_sampler", "numerics",
+    "tosa", "vgf", "grid_sampler", "pte", "numerics",
 )
 SIGNIFICANT_DIGITS = 6
 
@@ -104,6 +106,42 @@ def graph_section(edge_program) -> list[str]:
 
 
 _SCALAR_TYPES = {"CHAR": "int8", "SHORT": "int16", "BYTE": "uint8", "INT": "int32"}
+_PTE_SCALAR_TYPES = {1: "int8", 2: "int16", 3: "int32", 6: "float32", 0: "uint8", 4: "int64"}
+
+
+def pte_section(program_bytes: bytes, edge_program) -> dict:
+    """The serialized program's tensors (sizes, dtype, dim order) and IO, and
+    where its output layouts disagree with the edge graph's (the layout the
+    delegates write)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(program_bytes)
+    plan = getattr(program, "program", program).execution_plan[0]
+
+    def text(index: int) -> str:
+        tensor = plan.values[index].val
+        sizes = "x".join(str(s) for s in tensor.sizes)
+        order = tuple(tensor.dim_order)
+        layout = _DIM_ORDER_NAMES.get(order, "dim_order=" + "".join(map(str, order))) if len(order) == 4 else ""
+        dtype = _PTE_SCALAR_TYPES.get(int(tensor.scalar_type), str(tensor.scalar_type))
+        return f"{dtype}[{sizes}]" + (f" {layout}" if layout else "")
+
+    tensors = [i for i, v in enumerate(plan.values) if hasattr(v.val, "sizes")]
+    graph = edge_program.exported_program().graph_module.graph
+    mismatches = []
+    for position, (index, node) in enumerate(zip(plan.outputs, graph.output_node().args[0])):
+        val = node.meta.get("val")
+        if hasattr(val, "dim_order") and tuple(val.dim_order()) != tuple(plan.values[index].val.dim_order):
+            mismatches.append(
+                f"output {position}: the program says {text(index)}, "
+                f"the delegate writes {_tensor_text(val)}"
+            )
+    return {
+        "values": [f"[{i}] {text(i)}" for i in tensors],
+        "inputs": list(plan.inputs),
+        "outputs": list(plan.outputs),
+        "output_layout_mismatches": mismatches,
+    }
 
 
 def _quant_entry(params: dict | None) -> dict | None:
@@ -170,6 +208,7 @@ def build_golden(case, result, numerics: dict | None = None) -> dict:
         "tosa": tosa,
         "vgf": vgf,
         "grid_sampler": grid_sampler,
+        "pte": section(lambda p: pte_section(p.read_bytes(), result.edge_program), result.artifacts.program),
     }
     if numerics is not None:
         golden["numerics"] = numerics
@@ -224,7 +263,9 @@ def describe_changes(stored_text: str | None, golden: dict | None, failed_stage:
         changes.append("fewer ops left on the CPU")
     elif before != after:
         changes.append("delegation changed")
-    for section in ("graph", "io_quant_params", "tosa", "vgf", "grid_sampler"):
+    elif stored.get("delegates") != current.get("delegates"):
+        changes.append("Q/DQ inside delegates changed")
+    for section in ("graph", "io_quant_params", "tosa", "vgf", "grid_sampler", "pte"):
         if stored.get(section) != current.get(section):
             changes.append(f"{section} changed")
     worst_before, worst_after = _worst_vs_float(stored), _worst_vs_float(current)
