@@ -6,7 +6,8 @@ grid-sampler delegate a ``dispatch_compute`` of ``shaders/grid_sampler.comp``
 (compiled by the runner), values between delegates are shared tensors, and
 the images a grid sampler reads and writes alias int8 NHWC tensors as
 ``VK_FORMAT_R8G8B8A8_SNORM`` images through memory groups (the seed's layout
-contract). Values no delegate produces (program inputs, ops left on the CPU)
+contract), and a quantized grid aliases its tensor as an ``R16G16_SNORM`` (or
+``R8G8_SNORM``) image. Values no delegate produces (program inputs, ops left on the CPU)
 come from the TOSA-reference run; every delegate output is read back.
 
 Environment traps handled here (see shared/STACK.md): Debian 12's loader
@@ -46,7 +47,8 @@ INSTALL_HINT = (
 _TENSOR_FORMATS = {"int8": "VK_FORMAT_R8_SINT", "int16": "VK_FORMAT_R16_SINT",
                    "int32": "VK_FORMAT_R32_SINT", "float32": "VK_FORMAT_R32_SFLOAT"}
 _NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float32": np.float32}
-_GLSL_GRID = {"int16": "int16_t", "int8": "int8_t", "float32": "float"}
+#: SNORM image formats of a quantized grid (two components: x, y), by dtype.
+_GRID_IMAGE_FORMATS = {"int16": ("VK_FORMAT_R16G16_SNORM", 32767), "int8": ("VK_FORMAT_R8G8_SNORM", 127)}
 
 
 class VulkanUnavailable(RuntimeError):
@@ -226,11 +228,14 @@ class ScenarioBuilder:
         self.layouts[uid] = tuple(dim_order)
         return uid
 
-    def _image(self, tensor_uid: str, access: str, fmt: str, sampler: dict | None) -> str:
+    def _image(self, tensor_uid: str, access: str, fmt: str, sampler: dict | None,
+               components: int = 4) -> str:
         tensor = self.tensors[tensor_uid]
         n, h, w, c = tensor["dims"]
-        if n != 1 or c != 4:
-            raise ValueError(f"{tensor_uid}: an image alias needs [1, H, W, 4], got {tensor['dims']}")
+        if n != 1 or c != components:
+            raise ValueError(
+                f"{tensor_uid}: an image alias needs [1, H, W, {components}], got {tensor['dims']}"
+            )
         group = f"mem_{tensor_uid}"
         tensor["memory_group"] = {"id": group}
         image = {"uid": f"img_{tensor_uid}_{access}", "dims": [1, w, h, 1], "format": fmt,
@@ -287,9 +292,20 @@ class ScenarioBuilder:
         output = self._image(out_uid, "writeonly",
                              "VK_FORMAT_R8G8B8A8_SNORM" if quantized_output else "VK_FORMAT_R32G32B32A32_SFLOAT",
                              None)
-        grid_scale = payload.grid.quant.scale if payload.grid.quant else 1.0
+        grid_quant = payload.grid.quant
+        grid_image = grid_quant is not None
+        if grid_image:
+            fmt, qmax = _GRID_IMAGE_FORMATS[payload.grid.dtype]
+            if grid_quant.zero_point != 0 or abs(grid_quant.scale * qmax - 1) > 1e-6:
+                raise ValueError(f"grid sampler {call.index}: a quantized grid must be SNORM "
+                                 f"(scale 1/{qmax}, zero point 0), got {grid_quant}")
+            nearest = {"min_filter": "NEAREST", "mag_filter": "NEAREST", "mip_filter": "NEAREST",
+                       "border_address_mode": "CLAMP_EDGE"}
+            grid_ref = self._image(grid_uid, "readonly", fmt, nearest, components=2)
+        else:
+            grid_ref = grid_uid
         shader_uid = f"grid_sampler{call.index}"
-        options = (f"-DGRID_T={_GLSL_GRID[payload.grid.dtype]} "
+        options = (f"-DGRID_IMAGE={int(grid_image)} "
                    f"-DOUT_FORMAT={'rgba8_snorm' if quantized_output else 'rgba32f'} "
                    f"-DQUANTIZED_OUTPUT={int(quantized_output)}")
         self.others.append({"shader": {
@@ -298,7 +314,7 @@ class ScenarioBuilder:
                 {"id": 0, "value": int(payload.align_corners)},
                 {"id": 1, "value": {"zeros": 0, "border": 1, "reflection": 2}[payload.padding_mode]},
                 {"id": 2, "value": 0 if linear else 1},
-                {"id": 3, "value": float(grid_scale)},
+                {"id": 3, "value": 1.0},
                 {"id": 4, "value": 127.0},
             ],
         }})
@@ -307,7 +323,7 @@ class ScenarioBuilder:
         self.commands.append({"dispatch_compute": {
             "shader_ref": shader_uid, "rangeND": [(wo + 7) // 8, (ho + 7) // 8, 1],
             "bindings": [{"set": 0, "id": 0, "resource_ref": image},
-                         {"set": 0, "id": 1, "resource_ref": grid_uid},
+                         {"set": 0, "id": 1, "resource_ref": grid_ref},
                          {"set": 0, "id": 2, "resource_ref": output}],
         }})
 

@@ -69,16 +69,23 @@ def test_scenario_aliases_images_and_feeds_them_through_the_image(grid_run):
     kinds = [next(iter(r)) for r in scenario["resources"]]
     assert kinds.count("graph") == 2 and kinds.count("shader") == 1
     images = [r["image"] for r in scenario["resources"] if "image" in r]
-    assert {i["format"] for i in images} == {"VK_FORMAT_R8G8B8A8_SNORM"}
-    assert {i["shader_access"] for i in images} == {"readonly", "writeonly"}
+    assert sorted(i["format"] for i in images) == [
+        "VK_FORMAT_R16G16_SNORM", "VK_FORMAT_R8G8B8A8_SNORM", "VK_FORMAT_R8G8B8A8_SNORM"]
     tensors = {r["tensor"]["uid"]: r["tensor"] for r in scenario["resources"] if "tensor" in r}
     for image in images:
         group = image["memory_group"]["id"]
         (aliased,) = [t for t in tensors.values() if t.get("memory_group", {}).get("id") == group]
-        assert aliased["dims"][-1] == 4 and aliased["format"] == "VK_FORMAT_R8_SINT"
+        grid = image["format"] == "VK_FORMAT_R16G16_SNORM"
+        assert aliased["dims"][-1] == (2 if grid else 4)
+        assert aliased["format"] == ("VK_FORMAT_R16_SINT" if grid else "VK_FORMAT_R8_SINT")
         assert image["dims"] == [1, aliased["dims"][2], aliased["dims"][1], 1]  # width first
-    sampled = next(i for i in images if i["shader_access"] == "readonly")
+        if image["shader_access"] == "readonly":
+            # program inputs are fed through the image (the tensor upload ignores row pitch)
+            assert "src" not in aliased
+    sampled = next(i for i in images if i["format"] == "VK_FORMAT_R8G8B8A8_SNORM" and i["shader_access"] == "readonly")
     assert sampled["min_filter"] == "LINEAR" and sampled["border_address_mode"] == "CLAMP_EDGE"
+    grid_image = next(i for i in images if i["format"] == "VK_FORMAT_R16G16_SNORM")
+    assert grid_image["src"].endswith(".in.npy")
     commands = [next(iter(c)) for c in scenario["commands"]]
     graph = vulkan.vulkan_stack().graph_command
     assert commands == [graph, "dispatch_compute", graph]

@@ -8,11 +8,13 @@
 //              exactly SNORM8), or R32G32B32A32_SFLOAT over a float32 tensor.
 //              The scenario sets the sampler: LINEAR or NEAREST filter,
 //              CLAMP_BORDER (transparent black) for zeros padding, else CLAMP_EDGE.
-//   binding 1: tensorARM<GRID_T, 4> grid [1, Ho, Wo, 2] (x, y), times GRID_SCALE
-//              (1/32767 for SNORM16, 1/127 for SNORM8, 1 for float).
+//   binding 1: the grid [1, Ho, Wo, 2] (x, y). Quantized (SNORM16 at 1/32767
+//              or SNORM8 at 1/127): an R16G16_SNORM / R8G8_SNORM image aliasing
+//              the grid tensor, read with texelFetch: the SNORM conversion is
+//              exactly the dequantization. Float: tensorARM<float, 4>.
 //   binding 2: the output image (rgba8_snorm or rgba32f) aliasing the output tensor.
 //
-// Build options: -DGRID_T=int16_t|int8_t|float, -DOUT_FORMAT=rgba8_snorm|rgba32f,
+// Build options: -DGRID_IMAGE=0|1, -DOUT_FORMAT=rgba8_snorm|rgba32f,
 // -DQUANTIZED_OUTPUT=0|1.
 // Specialization constants:
 //   0 ALIGN_CORNERS 0/1
@@ -22,14 +24,14 @@
 //     torch's source index; 1: nearest by texelFetch at roundEven(index).
 //     Hardware NEAREST picks floor(x + 0.5) while torch rounds half to even,
 //     and with a quantized grid ties are common, so nearest uses mode 1.
-//   3 GRID_SCALE float
+//   3 GRID_SCALE float (unused: kept for the binding layout of older scenarios)
 //   4 OUT_INV_SCALE 1/output scale (127 for SNORM8); the shader rounds half to
 //     even like torch's quantize and stores exact k/127 values.
 #extension GL_ARM_tensors : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 
-#ifndef GRID_T
-#define GRID_T int16_t
+#ifndef GRID_IMAGE
+#define GRID_IMAGE 1
 #endif
 #ifndef OUT_FORMAT
 #define OUT_FORMAT rgba8_snorm
@@ -47,7 +49,11 @@ layout(constant_id = 3) const float GRID_SCALE = 3.0518509447574615e-05;
 layout(constant_id = 4) const float OUT_INV_SCALE = 127.0;
 
 layout(set = 0, binding = 0) uniform sampler2D image_in;
-layout(set = 0, binding = 1) uniform tensorARM<GRID_T, 4> grid;
+#if GRID_IMAGE
+layout(set = 0, binding = 1) uniform sampler2D grid;
+#else
+layout(set = 0, binding = 1) uniform tensorARM<float, 4> grid;
+#endif
 layout(set = 0, binding = 2, OUT_FORMAT) uniform writeonly image2D image_out;
 
 float unnormalize(float g, int size) {
@@ -82,12 +88,16 @@ void main() {
     ivec2 o = ivec2(gl_GlobalInvocationID.xy);
     if (o.x >= out_size.x || o.y >= out_size.y) return;
 
-    GRID_T gx, gy;
-    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 0u), gx);
-    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 1u), gy);
+#if GRID_IMAGE
+    vec2 g = texelFetch(grid, o, 0).xy;
+#else
+    vec2 g;
+    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 0u), g.x);
+    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 1u), g.y);
+#endif
     ivec2 in_size = textureSize(image_in, 0);
-    float ix = source_index(float(gx) * GRID_SCALE, in_size.x);
-    float iy = source_index(float(gy) * GRID_SCALE, in_size.y);
+    float ix = source_index(g.x, in_size.x);
+    float iy = source_index(g.y, in_size.y);
 
     vec4 v;
     if (MODE == 0) {
