@@ -41,13 +41,13 @@ from vgf_export.passes import (
     set_tensors_to_channels_last_pass,
 )
 from vgf_export.quantizer import build_quantizer
-from vgf_export.workarounds import check_disabled
 from vgf_export.reports import (
     ExportReport,
     build_export_report,
     emit_export_report,
     enable_vgf_debug_logging,
 )
+from vgf_export.workarounds import check_disabled
 
 #: Need FP for grid positions and int16 for the SNORM16 grid.
 TOSA_SPEC = "TOSA-1.0+INT+FP+int16"
