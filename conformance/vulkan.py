@@ -15,6 +15,11 @@ enables explicit layers in VK_LAYER_PATH directory order, so the graph and
 tensor layer manifests go in two directories, graph first; the manifests are
 rewritten with absolute library paths; only the llvmpipe ICD is listed.
 
+Several cases can share one runner process (:func:`run_scenarios` merges
+their scenarios): the emulation layer compiles its shaders once per process,
+and that is most of a small scenario's run time. A batch that fails is rerun
+case by case, so a bad case fails alone.
+
 ``python -m conformance.vulkan SCENARIO.json`` reruns a saved scenario by hand.
 """
 
@@ -155,6 +160,71 @@ def run_scenario(scenario: Path, timeout: float = RUN_TIMEOUT) -> float:
             f"rerun: {rerun_command(scenario)}"
         )
     return time.perf_counter() - start
+
+
+#: Keys whose string values name a resource of the scenario (or its memory group).
+_REFERENCES = ("uid", "graph_ref", "shader_ref", "resource_ref")
+
+
+def _prefixed(value, prefix: str, base: Path):
+    if isinstance(value, list):
+        return [_prefixed(v, prefix, base) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if key in _REFERENCES or (key == "id" and isinstance(item, str)):  # memory_group ids
+            out[key] = prefix + item
+        elif key in ("src", "dst") and not Path(item).is_absolute():
+            out[key] = str(base / item)
+        else:
+            out[key] = _prefixed(item, prefix, base)
+    return out
+
+
+def merge_scenarios(scenarios: list[Path], target: Path) -> Path:
+    """Write one scenario that runs ``scenarios`` one after the other.
+
+    Each scenario's resource ids, references and memory groups get a prefix
+    (``c0_``, ``c1_``, ...) and its relative files become absolute in its own
+    directory, so its outputs land exactly where running it alone puts them.
+    """
+    resources, commands = [], []
+    for i, path in enumerate(scenarios):
+        data = _prefixed(json.loads(path.read_text()), f"c{i}_", path.parent.resolve())
+        resources += data["resources"]
+        commands += data["commands"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"resources": resources, "commands": commands}, indent=1))
+    return target
+
+
+def run_scenarios(scenarios: list[Path], batch_scenario: Path, timeout: float = RUN_TIMEOUT
+                  ) -> tuple[dict[Path, float | VulkanRunError], bool]:
+    """Run several scenarios in one runner process: per scenario, its share of
+    the wall seconds, or the error of running it alone; and whether they
+    shared one process.
+
+    One process sets up the emulation layer's shaders once for all of them
+    (that setup is most of a scenario's run time). If the batch fails (a
+    crash, a hang, an error), each scenario runs alone, so a bad one fails
+    alone, with its own rerun command.
+    """
+    if len(scenarios) > 1:
+        merge_scenarios(scenarios, batch_scenario)
+        try:
+            seconds = run_scenario(batch_scenario, timeout)
+        except VulkanRunError:
+            pass  # find the culprit: each alone, below
+        else:
+            return {scenario: seconds / len(scenarios) for scenario in scenarios}, True
+    results: dict[Path, float | VulkanRunError] = {}
+    for scenario in scenarios:
+        try:
+            results[scenario] = run_scenario(scenario, timeout)
+        except VulkanRunError as error:
+            results[scenario] = error
+    return results, False
 
 
 def _tail(text: str, lines: int = 25) -> str:
@@ -347,9 +417,9 @@ class ScenarioBuilder:
             + [{"tensor": t} for t in self.tensors.values()],
             "commands": self.commands,
         }
-        path = self.workdir / "scenario.json"
-        path.write_text(json.dumps(scenario, indent=1))
-        return path
+        self.scenario = self.workdir / "scenario.json"
+        self.scenario.write_text(json.dumps(scenario, indent=1))
+        return self.scenario
 
     def outputs(self) -> dict[str, np.ndarray]:
         """The delegate outputs the runner wrote, in their physical layout."""
@@ -392,9 +462,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 # ---------------------------------------------------------------------------
 # A case on Vulkan
@@ -409,25 +476,35 @@ class VulkanCheck:
     bit_exact: bool
     worst: str  # where the largest difference is
     vs_float: list  # per program output: Comparison, or None (not a delegate output)
+    batch: int = 1  # cases that shared the runner process
 
     def report_dict(self) -> dict:
         return {"max_lsb_vs_tosa": round(self.max_lsb_vs_tosa, 3), "bit_exact": self.bit_exact}
 
 
+def prepare_case(numerics, result, workdir: Path) -> ScenarioBuilder:
+    """Write the case's scenario (and its inputs) from its TOSA-reference run."""
+    vgf_files = {
+        int(p.name.split("_", 1)[0]): p for p in result.artifacts.delegate_files() if p.suffix == ".vgf"
+    }
+    return build_scenario(numerics.program, workdir, vgf_files)
+
+
 def run_case_on_vulkan(numerics, result, workdir: Path) -> VulkanCheck:
-    """Build the case's scenario from its TOSA-reference run, run it, compare."""
+    """Build the case's scenario, run it alone, compare."""
+    builder = prepare_case(numerics, result, workdir)
+    return check_case(builder, numerics, result, run_scenario(builder.scenario))
+
+
+def check_case(builder: ScenarioBuilder, numerics, result, seconds: float, batch: int = 1) -> VulkanCheck:
+    """Compare the outputs the runner wrote with the TOSA-reference path and
+    the float model. ``batch``: how many cases shared the runner process."""
     import torch
 
     from conformance.numerics import compare, dequantize, output_quant
     from conformance.tolerances import FLOAT_UNIT
 
-    program = numerics.program
-    vgf_files = {
-        int(p.name.split("_", 1)[0]): p for p in result.artifacts.delegate_files() if p.suffix == ".vgf"
-    }
-    builder = build_scenario(program, workdir, vgf_files)
-    scenario = workdir / "scenario.json"
-    seconds = run_scenario(scenario)
+    scenario = builder.scenario
     got, expected = builder.outputs(), builder.expected()
     worst, worst_where = 0.0, "none"
     for uid in expected:
@@ -459,4 +536,8 @@ def run_case_on_vulkan(numerics, result, workdir: Path) -> VulkanCheck:
         inverse = [order.index(i) for i in range(len(order))]
         logical = torch.from_numpy(np.ascontiguousarray(np.transpose(got[uid], inverse)))
         vs_float.append(compare(reference, dequantize(logical, p), unit))
-    return VulkanCheck(scenario, seconds, worst, worst == 0.0, worst_where, vs_float)
+    return VulkanCheck(scenario, seconds, worst, worst == 0.0, worst_where, vs_float, batch)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -114,3 +114,38 @@ def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeyp
     scenario.write_text("{}")
     with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.vulkan"):
         vulkan.run_scenario(scenario, timeout=1)
+
+
+def _outputs(builder):
+    return {uid: array.tobytes() for uid, array in builder.outputs().items()}
+
+
+def test_batched_scenarios_give_the_outputs_of_runs_alone(grid_run):
+    result, numerics, workdir = grid_run
+    alone = vulkan.prepare_case(numerics, result, workdir / "alone")
+    vulkan.run_scenario(alone.scenario)
+    batch = [vulkan.prepare_case(numerics, result, workdir / f"batch{i}") for i in range(2)]
+    results, together = vulkan.run_scenarios([b.scenario for b in batch], workdir / "b.json")
+    assert together and all(isinstance(s, float) for s in results.values())
+    merged = json.loads((workdir / "b.json").read_text())
+    uids = [next(iter(r.values()))["uid"] for r in merged["resources"]]
+    assert len(uids) == len(set(uids)) and {u[:3] for u in uids} == {"c0_", "c1_"}
+    for builder in batch:
+        assert _outputs(builder) == _outputs(alone)
+
+
+def test_a_bad_scenario_in_a_batch_fails_alone(grid_run, tmp_path):
+    result, numerics, workdir = grid_run
+    good = vulkan.prepare_case(numerics, result, tmp_path / "good")
+    bad = vulkan.prepare_case(numerics, result, tmp_path / "bad")
+    data = json.loads(bad.scenario.read_text())
+    broken = tmp_path / "broken.vgf"
+    broken.write_bytes(b"not a vgf")
+    next(r for r in data["resources"] if "graph" in r)["graph"]["src"] = str(broken)
+    bad.scenario.write_text(json.dumps(data))
+    results, together = vulkan.run_scenarios([good.scenario, bad.scenario], tmp_path / "b.json")
+    assert not together
+    assert isinstance(results[good.scenario], float)
+    error = results[bad.scenario]
+    assert isinstance(error, vulkan.VulkanRunError)
+    assert vulkan.rerun_command(bad.scenario) in str(error)
