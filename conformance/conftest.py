@@ -1,24 +1,23 @@
-"""Fixtures of the conformance suite: one session-scoped run per case.
+"""Fixtures of the conformance suite: one run per case, shared by its tests.
 
-``case_run`` is parametrized over the case table with session scope, so
-pytest groups each case's tests together and exports the case once; the
-plugin puts each case's tests in one xdist group, so under ``-n auto`` they
-stay on one worker. The previous case's run is released when the next starts.
+``case_run`` is parametrized over the case table with session scope (see
+``pytest_generate_tests`` in plugin.py), so pytest groups each case's tests
+together. Runs come from the batch store (conformance/batches.py), which
+exports a case once and keeps it until the next batch of cases starts: a
+batch's Vulkan tests run after all its cases' other tests, on one worker.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.cases import CASES
 from conformance.golden import GoldenExtension
-from conformance.plugin import case_params
-from conformance.runner import CaseRun, run_case
+from conformance.runner import CaseRun
 
 
-@pytest.fixture(scope="session", params=case_params(CASES))
-def case_run(request, vgf_artifacts_dir) -> CaseRun:
-    return run_case(CASES[request.param], vgf_artifacts_dir)
+@pytest.fixture(scope="session")
+def case_run(request, vgf_batches) -> CaseRun:
+    return vgf_batches.run(request.param)
 
 
 @pytest.fixture

@@ -4,11 +4,14 @@ Options:
   --vgf-report DIR      write DIR/report.json and DIR/report.md
   --vgf-artifacts DIR   keep each case's export artifacts in DIR/<case id>
                         (default: a fresh directory under pytest's basetemp)
+  --vgf-shard I/N       run shard I of N
+  --vgf-vulkan-batch N  cases per batch (one worker, one Vulkan runner process)
 
-Every test of a case is marked ``xdist_group(<case id>)`` (its tests stay on
-one worker under ``--dist loadgroup``), ``quick`` when the case is in the
-pull-request tier, and, when the case has an Expectation, a strict xfail that
-only an :class:`ExpectedStageFailure` satisfies.
+Every test of a case is marked ``xdist_group(<its batch>)`` (a batch's tests
+stay on one worker under ``--dist loadgroup``; see conformance/batches.py),
+``quick`` when the case is in the pull-request tier, and, when the case has
+an Expectation, a strict xfail that only an :class:`ExpectedStageFailure`
+satisfies.
 
 The report is gathered from the tests' ``user_properties`` on the controller,
 so it is the same with and without xdist.
@@ -21,11 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from conformance import batches
 from conformance.report import build_report, write_report
 from conformance.runner import ExpectedStageFailure
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"
+PLAN_KEY = pytest.StashKey[dict]()
 
 
 # ---------------------------------------------------------------------------
@@ -42,6 +47,10 @@ def pytest_addoption(parser):
                     help="run shard I of N (1-based): cases are dealt round-robin in id order "
                          "over the whole table, a case's tests stay together; tests that are "
                          "not per case run in shard 1")
+    group.addoption("--vgf-vulkan-batch", metavar="N", type=int, default=batches.DEFAULT_SIZE,
+                    help="cases per batch: a batch's tests run on one worker and its cases share "
+                         f"one Vulkan runner process (default {batches.DEFAULT_SIZE}; 1: each "
+                         "case alone)")
 
 
 def pytest_configure(config):
@@ -50,6 +59,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
+    from conformance.cases import CASES
+
+    spec = config.getoption("--vgf-shard")
+    try:
+        config.stash[PLAN_KEY] = batches.plan_batches(
+            CASES, {c for c, case in CASES.items() if case.quick},
+            config.getoption("--vgf-vulkan-batch"), _parse_shard(spec) if spec else None)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def _parse_shard(spec: str) -> tuple[int, int]:
@@ -62,30 +80,35 @@ def _parse_shard(spec: str) -> tuple[int, int]:
     return index, count
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection and pytest's fixture ordering
 def pytest_collection_modifyitems(config, items):
+    plan = config.stash[PLAN_KEY]
     spec = config.getoption("--vgf-shard")
-    if not spec:
-        return
-    index, count = _parse_shard(spec)
-    from conformance.cases import CASES
-
-    shard_of = {case_id: i % count + 1 for i, case_id in enumerate(sorted(CASES))}
-    keep, drop = [], []
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        case_id = callspec.params.get("case_run") if callspec else None
-        shard = shard_of.get(case_id, 1)
-        (keep if shard == index else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    if spec:
+        index, count = _parse_shard(spec)
+        shard_of = {case_id: i % count + 1 for i, case_id in enumerate(sorted(plan))}
+        keep, drop = [], []
+        for item in items:
+            (keep if shard_of.get(batches.item_case(item), 1) == index else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    items[:] = batches.order_items(items, plan)
 
 
-def case_params(cases: dict) -> list:
+def pytest_generate_tests(metafunc):
+    if "case_run" in metafunc.fixturenames:
+        from conformance.cases import CASES
+
+        metafunc.parametrize("case_run", case_params(CASES, metafunc.config.stash[PLAN_KEY]),
+                             indirect=True, scope="session")
+
+
+def case_params(cases: dict, plan: dict[str, str]) -> list:
     """``pytest.param`` per case, carrying its marks."""
     params = []
     for case_id, case in cases.items():
-        marks = [pytest.mark.xdist_group(case_id)]
+        marks = [pytest.mark.xdist_group(plan.get(case_id, case_id))]
         if case.quick:
             marks.append(pytest.mark.quick)
         if case.expect is not None:
@@ -108,6 +131,11 @@ def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
     path = Path(option)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def vgf_batches(request, vgf_artifacts_dir) -> batches.Batches:
+    return batches.Batches(request.config.stash[PLAN_KEY], request.session.items, vgf_artifacts_dir)
 
 
 # ---------------------------------------------------------------------------

@@ -58,6 +58,7 @@ class CaseRun:
     numerics: Numerics | None = None
     golden: dict | None = None
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    vulkan_batch: int | None = None  # cases that shared its Vulkan runner process
 
     def fail(self, failure: StageFailure) -> None:
         """Raise for ``failure``: as expected (xfail) or as a real failure."""
@@ -111,6 +112,7 @@ class CaseRun:
             "run": {
                 "artifacts": str(self.artifacts),
                 "seconds": {k: round(v, 3) for k, v in sorted(self.seconds.items())},
+                "vulkan_batch": self.vulkan_batch,
             },
         }
 

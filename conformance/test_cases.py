@@ -16,7 +16,6 @@ from conformance.vulkan import (
     VulkanRunError,
     VulkanUnavailable,
     rerun_command,
-    run_case_on_vulkan,
     vulkan_stack,
 )
 
@@ -75,26 +74,7 @@ def test_numerics_vs_float(case_run, request):
     _check_outputs(case_run, request, "vs_float")
 
 
-@pytest.mark.vulkan
-def test_vulkan(case_run, request):
-    """The program end to end on Vulkan (scenario runner + ML emulation layer on
-    llvmpipe) equals the TOSA-reference path and meets the float tolerance."""
-    numerics = case_run.require_numerics()
-    try:
-        vulkan_stack()
-    except VulkanUnavailable as error:
-        pytest.skip(str(error))
-    if not numerics.program.calls:
-        pytest.skip(f"{case_run.case.id}: nothing was delegated (all ops stayed on the CPU, "
-                    "as its golden records), so there is nothing to run on Vulkan")
-    workdir = case_run.artifacts / "vulkan"
-    try:
-        check = run_case_on_vulkan(numerics, case_run.result, workdir)
-    except VulkanRunError as error:
-        record_case(request, case_run, numerics={"vulkan": {"error": str(error).splitlines()[0]}})
-        raise AssertionError(f"case {case_run.case.id}: Vulkan run failed\n{error}") from None
-    case_run.seconds["vulkan"] = check.seconds
-    record_case(request, case_run, numerics={"vulkan": check.report_dict()})
+def _vulkan_problems(case_run, check) -> list[str]:
     tolerance = case_run.case.get_tolerance()
     problems = []
     if check.max_lsb_vs_tosa > tolerance.vulkan_vs_tosa_lsb:
@@ -106,6 +86,32 @@ def test_vulkan(case_run, request):
     for i, comparison in enumerate(check.vs_float):
         if comparison is not None and (message := case_run.case.get_tolerance(i).check(comparison, "vs_float")):
             problems.append(f"output {i}: Vulkan {message}")
+    return problems
+
+
+@pytest.mark.vulkan
+def test_vulkan(case_run, vgf_batches, request):
+    """The program end to end on Vulkan (scenario runner + ML emulation layer on
+    llvmpipe) equals the TOSA-reference path and meets the float tolerance.
+    Cases of a batch share a runner process; a failure comes from a run alone."""
+    numerics = case_run.require_numerics()
+    try:
+        vulkan_stack()
+    except VulkanUnavailable as error:
+        pytest.skip(str(error))
+    if not numerics.program.calls:
+        pytest.skip(f"{case_run.case.id}: nothing was delegated (all ops stayed on the CPU, "
+                    "as its golden records), so there is nothing to run on Vulkan")
+    try:
+        check = vgf_batches.vulkan_check(case_run.case.id,
+                                         accept=lambda c: not _vulkan_problems(case_run, c))
+    except VulkanRunError as error:
+        record_case(request, case_run, numerics={"vulkan": {"error": str(error).splitlines()[0]}})
+        raise AssertionError(f"case {case_run.case.id}: Vulkan run failed\n{error}") from None
+    case_run.seconds["vulkan"] = check.seconds
+    case_run.vulkan_batch = check.batch
+    record_case(request, case_run, numerics={"vulkan": check.report_dict()})
+    problems = _vulkan_problems(case_run, check)
     assert not problems, (
         f"case {case_run.case.id}:\n" + "\n".join(problems)
         + f"\nrerun on the runner: {rerun_command(check.scenario)}"

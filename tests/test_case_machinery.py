@@ -48,9 +48,9 @@ def test_expectation_must_name_a_known_stage():
 def test_expected_cases_become_strict_xfails_and_all_are_grouped():
     case = CASES["resize-nearest-up4-int8io"]
     expected = type(case)(**{**case.__dict__, "expect": Expectation("lower", "x", "known bug")})
-    (param,) = case_params({case.id: expected})
+    (param,) = case_params({case.id: expected}, {case.id: "quick-batch01"})
     marks = {m.name: m for m in param.marks}
-    assert marks["xdist_group"].args == (case.id,)
+    assert marks["xdist_group"].args == ("quick-batch01",)
     assert marks["xfail"].kwargs["strict"] is True
     assert marks["xfail"].kwargs["raises"] is ExpectedStageFailure
     assert "[lower] known bug" in marks["xfail"].kwargs["reason"]
