@@ -40,10 +40,12 @@ def test_outcome_aggregation_and_markdown_groups():
 
 
 def test_merge_keeps_the_format_and_refuses_overlap(tmp_path):
-    one = build_report({"a": _case("a")})
+    verdict = {"name": "resize-split", "needed": True, "evidence": ["x"], "upstream": "u"}
+    one = build_report({"a": _case("a")}, {"resize-split": verdict})
     two = build_report({"b": _case("b", family="grid_sample")})
     merged = merge_reports([one, two])
     assert [c["id"] for c in merged["cases"]] == ["a", "b"]
+    assert merged["workarounds"] == one["workarounds"] and len(one["workarounds"]) == 1
     assert set(merged) == set(one)
     with pytest.raises(ValueError, match="case a is in more than one shard"):
         merge_reports([one, one])
