@@ -43,16 +43,23 @@ DEFAULT_SIZE = 8
 VULKAN_TEST = "test_vulkan"
 
 
+def shard_members(case_ids, shard: tuple[int, int] | None) -> list[str]:
+    """The case ids of shard (I, N), in id order: dealt round-robin over the
+    whole table. All of them when ``shard`` is None."""
+    ordered = sorted(case_ids)
+    if shard is None:
+        return ordered
+    index, count = shard
+    return [c for i, c in enumerate(ordered) if i % count + 1 == index]
+
+
 def plan_batches(case_ids, quick: set[str], size: int, shard: tuple[int, int] | None = None) -> dict[str, str]:
     """Case id -> batch name. Cases outside ``shard`` (I, N) keep their own
     name: they are deselected."""
     if size < 1:
         raise ValueError(f"--vgf-vulkan-batch must be at least 1, got {size}")
-    ordered = sorted(case_ids)
-    plan = {case_id: case_id for case_id in ordered}
-    if shard is not None:
-        index, count = shard
-        ordered = [c for i, c in enumerate(ordered) if i % count + 1 == index]
+    plan = {case_id: case_id for case_id in case_ids}
+    ordered = shard_members(case_ids, shard)
     if size == 1:
         return plan
     for tier in ("quick", "full"):

@@ -59,15 +59,27 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
-    from conformance.cases import CASES
+    _shard(config)  # a bad --vgf-shard is a usage error, whatever is collected
+    if config.getoption("--vgf-vulkan-batch") < 1:
+        raise pytest.UsageError(
+            f"--vgf-vulkan-batch must be at least 1, got {config.getoption('--vgf-vulkan-batch')}")
 
+
+def _shard(config) -> tuple[int, int] | None:
     spec = config.getoption("--vgf-shard")
-    try:
+    return _parse_shard(spec) if spec else None
+
+
+def _plan(config) -> dict[str, str]:
+    """Case id -> batch (conformance/batches.py), computed once, when a run
+    collects cases."""
+    if PLAN_KEY not in config.stash:
+        from conformance.cases import CASES
+
         config.stash[PLAN_KEY] = batches.plan_batches(
             CASES, {c for c, case in CASES.items() if case.quick},
-            config.getoption("--vgf-vulkan-batch"), _parse_shard(spec) if spec else None)
-    except ValueError as error:
-        raise pytest.UsageError(str(error)) from None
+            config.getoption("--vgf-vulkan-batch"), _shard(config))
+    return config.stash[PLAN_KEY]
 
 
 def _parse_shard(spec: str) -> tuple[int, int]:
@@ -82,25 +94,26 @@ def _parse_shard(spec: str) -> tuple[int, int]:
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection and pytest's fixture ordering
 def pytest_collection_modifyitems(config, items):
-    plan = config.stash[PLAN_KEY]
-    spec = config.getoption("--vgf-shard")
-    if spec:
-        index, count = _parse_shard(spec)
-        shard_of = {case_id: i % count + 1 for i, case_id in enumerate(sorted(plan))}
+    shard = _shard(config)
+    if shard is not None:
+        members = set(batches.shard_members(_plan(config), shard))
         keep, drop = [], []
         for item in items:
-            (keep if shard_of.get(batches.item_case(item), 1) == index else drop).append(item)
+            case_id = batches.item_case(item)
+            kept = case_id in members if case_id is not None else shard[0] == 1
+            (keep if kept else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    items[:] = batches.order_items(items, plan)
+    if any(batches.item_case(item) for item in items):
+        items[:] = batches.order_items(items, _plan(config))
 
 
 def pytest_generate_tests(metafunc):
     if "case_run" in metafunc.fixturenames:
         from conformance.cases import CASES
 
-        metafunc.parametrize("case_run", case_params(CASES, metafunc.config.stash[PLAN_KEY]),
+        metafunc.parametrize("case_run", case_params(CASES, _plan(metafunc.config)),
                              indirect=True, scope="session")
 
 
@@ -135,7 +148,7 @@ def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def vgf_batches(request, vgf_artifacts_dir) -> batches.Batches:
-    return batches.Batches(request.config.stash[PLAN_KEY], request.session.items, vgf_artifacts_dir)
+    return batches.Batches(_plan(request.config), request.session.items, vgf_artifacts_dir)
 
 
 # ---------------------------------------------------------------------------

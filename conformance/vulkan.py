@@ -417,9 +417,12 @@ class ScenarioBuilder:
             + [{"tensor": t} for t in self.tensors.values()],
             "commands": self.commands,
         }
-        self.scenario = self.workdir / "scenario.json"
         self.scenario.write_text(json.dumps(scenario, indent=1))
         return self.scenario
+
+    @property
+    def scenario(self) -> Path:
+        return self.workdir / "scenario.json"
 
     def outputs(self) -> dict[str, np.ndarray]:
         """The delegate outputs the runner wrote, in their physical layout."""
