@@ -230,7 +230,9 @@ def changed_sections(stored_text: str | None, golden: dict) -> list[str]:
 
 
 def _compute_ops(ops: list[str]) -> list[str]:
-    return [op for op in ops if "quantized_decomposed" not in op]
+    from vgf_export.qdq import is_qdq_name
+
+    return [op for op in ops if not is_qdq_name(op)]
 
 
 def _worst_vs_float(golden: dict) -> float | None:

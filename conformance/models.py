@@ -1,5 +1,6 @@
 """The small models the suite exports. Each is a plain ``nn.Module`` whose
-constructor arguments say everything about it (they appear in case ids)."""
+constructor arguments say everything about it (they appear in case ids, and
+``repr()`` states them, so a golden's ``case.model`` says what was exported)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,19 @@ import torch.nn.functional as F
 from torch import nn
 
 
-class Resize(nn.Module):
+class _Described(nn.Module):
+    """``repr()`` lists the constructor arguments named in ``PARAMS``."""
+
+    PARAMS: tuple[str, ...] = ()
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self.PARAMS)
+
+
+class Resize(_Described):
     """``F.interpolate`` by a scale factor or to a size."""
+
+    PARAMS = ("mode", "align_corners", "scale_factor", "size", "recompute_scale_factor", "antialias")
 
     def __init__(
         self,
@@ -18,14 +30,18 @@ class Resize(nn.Module):
         align_corners: bool | None = None,
         scale_factor: float | tuple[float, float] | None = None,
         size: tuple[int, int] | None = None,
+        recompute_scale_factor: bool | None = None,
+        antialias: bool = False,
     ) -> None:
         super().__init__()
         if (scale_factor is None) == (size is None):
             raise ValueError("Resize: give exactly one of scale_factor and size")
         self.mode = mode
-        self.align_corners = align_corners if mode != "nearest" else None
+        self.align_corners = align_corners if mode not in ("nearest", "nearest-exact") else None
         self.scale_factor = scale_factor
         self.size = size
+        self.recompute_scale_factor = recompute_scale_factor
+        self.antialias = antialias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.interpolate(
@@ -34,10 +50,14 @@ class Resize(nn.Module):
             scale_factor=self.scale_factor,
             mode=self.mode,
             align_corners=self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+            antialias=self.antialias,
         )
 
 
-class GridSample(nn.Module):
+class GridSample(_Described):
+    PARAMS = ("mode", "padding_mode", "align_corners")
+
     def __init__(
         self, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False
     ) -> None:
@@ -65,20 +85,28 @@ def _seeded_conv(cin: int, cout: int, seed: int) -> nn.Conv2d:
     return conv
 
 
-class ConvRelu(nn.Module):
+class ConvRelu(_Described):
     """3x3 conv + relu with seeded weights."""
+
+    PARAMS = ("channels", "seed")
 
     def __init__(self, channels: int = 4, seed: int = 0) -> None:
         super().__init__()
+        self.channels, self.seed = channels, seed
         self.conv = _seeded_conv(channels, channels, seed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.conv(x))
 
 
-class ConvResizeConv(nn.Module):
+class ConvResizeConv(_Described):
+    """conv + relu, a bilinear resize, conv (seeded weights)."""
+
+    PARAMS = ("channels", "scale_factor", "seed")
+
     def __init__(self, channels: int = 4, scale_factor: float = 2.0, seed: int = 0) -> None:
         super().__init__()
+        self.channels, self.seed = channels, seed
         self.pre = _seeded_conv(channels, channels, seed)
         self.post = _seeded_conv(channels, channels, seed + 1)
         self.scale_factor = scale_factor
@@ -89,8 +117,10 @@ class ConvResizeConv(nn.Module):
         return self.post(y)
 
 
-class ChainedResize(nn.Module):
+class ChainedResize(_Described):
     """Several bilinear resizes in a row, by the given factors."""
+
+    PARAMS = ("factors",)
 
     def __init__(self, factors: tuple[float, ...] = (0.5, 2.0)) -> None:
         super().__init__()
@@ -102,8 +132,10 @@ class ChainedResize(nn.Module):
         return x
 
 
-class FlowWarp(nn.Module):
+class FlowWarp(_Described):
     """Resize a low-resolution flow field to a sampling grid, warp the image."""
+
+    PARAMS = ("mode", "padding_mode")
 
     def __init__(self, mode: str = "bilinear", padding_mode: str = "border") -> None:
         super().__init__()

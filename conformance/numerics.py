@@ -1,8 +1,11 @@
 """Numerics: run the lowered program, compare with references, in LSB.
 
-Three programs per case, on the same seeded inputs:
+Four programs per case, on the same seeded inputs:
 
 * ``float``: the eager torch model (the reference);
+* ``float_dq``: the eager torch model on the dequantized inputs (each input
+  quantized as the converted program quantizes it, then dequantized): what
+  the quantized program really sees;
 * ``fake_quant`` (a): the PT2E-converted module, run in torch;
 * ``lowered`` (b): the exported program, run node by node: each VGF delegate's
   TOSA flatbuffer through the TOSA reference model (in a child process), each
@@ -24,9 +27,10 @@ import torch
 from torch.fx import Interpreter
 
 from conformance.grid_sampler_reference import run_payload
-from conformance.tolerances import FLOAT_UNIT
+from conformance.tolerances import COMPARISONS, FLOAT_UNIT
 from conformance.tosa_reference import run_tosa_in_child_ex
 from vgf_export.grid_sampler_backend import GridSamplerPayload
+from vgf_export.qdq import is_q_op
 from vgf_export.reports import target_name
 
 TOSA_TIMEOUT = 120.0
@@ -205,6 +209,7 @@ class Comparison:
 
     max_lsb: float
     mean_lsb: float
+    p99_lsb: float  # 99th percentile of |error|
     bias_lsb: float  # mean signed error: a systematic shift shows here
     snr_db: float
     worst_index: tuple[int, ...]
@@ -223,6 +228,7 @@ class Comparison:
         return {
             "max_lsb": round(self.max_lsb, 2),
             "mean_lsb": round(self.mean_lsb, 3),
+            "p99_lsb": round(self.p99_lsb, 2),
             "bias_lsb": round(self.bias_lsb, 3),
             "snr_db": round(self.snr_db, 1) if math.isfinite(self.snr_db) else "inf",
         }
@@ -252,6 +258,7 @@ def compare(expected: torch.Tensor, got: torch.Tensor, unit: float) -> Compariso
     return Comparison(
         max_lsb=float(error.max()) if error.numel() else 0.0,
         mean_lsb=float(error.mean()) if error.numel() else 0.0,
+        p99_lsb=float(torch.quantile(error.flatten(), 0.99)) if error.numel() else 0.0,
         bias_lsb=float(signed.mean()) if error.numel() else 0.0,
         snr_db=snr,
         worst_index=index,
@@ -277,60 +284,74 @@ def _as_list(outputs) -> list[torch.Tensor]:
     return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
 
 
+def _first_quantize(node, depth: int = 3):
+    """The quantize op that first quantizes ``node``'s value (through a few
+    single-user layout ops such as the RGB pad), or None."""
+    for _ in range(depth):
+        users = list(node.users)
+        if len(users) != 1:
+            return None
+        node = users[0]
+        if is_q_op(node):
+            return node
+    return None
+
+
+def dequantized_inputs(inputs, quantized_module) -> list[torch.Tensor]:
+    """Each input as the converted program sees it: quantized with the
+    parameters of its first quantize op, dequantized; inputs that are never
+    quantized (PT2E off, a float path) as they are."""
+    if quantized_module is None:
+        return list(inputs)
+    placeholders = [n for n in quantized_module.graph.nodes if n.op == "placeholder"]
+    out = []
+    for x, node in zip(inputs, placeholders):
+        q = _first_quantize(node)
+        if q is None:
+            out.append(x)
+            continue
+        # The converted program's own quantize op and its inverse, so that
+        # ties round exactly as the program rounds them.
+        levels = q.target(x, *q.args[1:])
+        out.append(torch.ops.quantized_decomposed.dequantize_per_tensor(levels, *q.args[1:]))
+    return out
+
+
 @dataclasses.dataclass
 class Numerics:
-    """Per-output comparisons of one case."""
+    """Per-output comparisons of one case: ``comparisons[name][output]`` for
+    each name of ``COMPARISONS`` (the lowered program against a reference)."""
 
-    vs_float: list[Comparison]  # lowered (b) against the float model
-    vs_fake_quant: list[Comparison]  # lowered (b) against fake-quant (a)
+    comparisons: dict[str, list[Comparison]]
     fake_quant_vs_float: list[Comparison]  # (a) against the float model
     # With PT2E off the "converted program" (a) is the float model itself.
     tosa_status: str
     units: list[float]
-    lowered_outputs: list[torch.Tensor]
     reference_outputs: list[torch.Tensor]
     program: "LoweredProgram"  # the run, with every value and delegate call
 
     def to_dict(self) -> dict[str, Any]:
         """The rounded statistics for goldens and the report."""
-
-        def side(comparisons):
-            return [c.to_dict() for c in comparisons]
-
-        return {
-            "tosa_status": self.tosa_status,
-            "outputs": [
-                {
-                    "unit": float(f"{u:.6g}"),
-                    "vs_float": a.to_dict(),
-                    "vs_fake_quant": b.to_dict(),
-                    "fake_quant_vs_float": c.to_dict(),
-                }
-                for u, a, b, c in zip(
-                    self.units, self.vs_float, self.vs_fake_quant, self.fake_quant_vs_float
-                )
-            ],
-        }
+        outputs = []
+        for i, unit in enumerate(self.units):
+            entry = {name: self.comparisons[name][i].to_dict() for name in COMPARISONS}
+            entry["fake_quant_vs_float"] = self.fake_quant_vs_float[i].to_dict()
+            entry["unit"] = float(f"{unit:.6g}")
+            outputs.append(entry)
+        return {"tosa_status": self.tosa_status, "outputs": outputs}
 
     def report_dict(self) -> dict[str, Any]:
-        """The report's ``numerics``: worst output of each comparison."""
-
-        def worst(comparisons):
-            return max(comparisons, key=lambda c: c.max_lsb).to_dict()
-
-        return {
-            "vs_float": worst(self.vs_float),
-            "vs_fake_quant": worst(self.vs_fake_quant),
-            "tosa_status": self.tosa_status,
-        }
+        """The report's ``numerics``: per output, each comparison's statistics."""
+        return {"tosa_status": self.tosa_status, "outputs": self.to_dict()["outputs"]}
 
 
 def measure(case, result) -> Numerics:
-    """Run the three programs of a case and compare them."""
+    """Run the programs of a case and compare them."""
     inputs = case.make_inputs()
     model = case.model().eval()
     with torch.no_grad():
         reference = _as_list(model(*inputs))
+        reference_dq = _as_list(model(*dequantized_inputs(inputs, result.quantized_module)))
         fake_quant = (
             _as_list(result.quantized_module(*inputs)) if result.quantized_module else reference
         )
@@ -346,13 +367,13 @@ def measure(case, result) -> Numerics:
     lowered = [dequantize(q, p) for q, p in zip(raw, params)]
     units = output_units(params)
     statuses = set(program.tosa_statuses)
+    references = {"vs_fake_quant": fake_quant, "vs_float_dq": reference_dq, "vs_float": reference}
     return Numerics(
-        vs_float=[compare(r, b, u) for r, b, u in zip(reference, lowered, units)],
-        vs_fake_quant=[compare(a, b, u) for a, b, u in zip(fake_quant, lowered, units)],
+        comparisons={name: [compare(r, b, u) for r, b, u in zip(references[name], lowered, units)]
+                     for name in COMPARISONS},
         fake_quant_vs_float=[compare(r, a, u) for r, a, u in zip(reference, fake_quant, units)],
         tosa_status=statuses.pop() if len(statuses) == 1 else ("none" if not statuses else "mixed"),
         units=units,
-        lowered_outputs=lowered,
         reference_outputs=reference,
         program=program,
     )

@@ -83,6 +83,11 @@ def render_markdown(report: dict) -> str:
         for w in ledger:
             evidence = "; ".join(w["evidence"])[:200] or "no probe changed without it"
             lines.append(f"| {w['name']} | {'yes' if w['needed'] else '**no: unnecessary here**'} | {evidence} |")
+    cpu = [c for c in cases if c.get("stays_on_cpu") and not c.get("delegates")]
+    if cpu:
+        lines += ["", "## CPU fallback, as expected", "", "| case | why |", "|---|---|"]
+        lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in cpu]
+    lines += _margin_lines(cases) + _warning_lines(cases)
     bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
     if bad:
         lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
@@ -92,6 +97,58 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+
+
+def tolerance_margins(cases: list[dict]) -> list[dict]:
+    """Per tolerance bound (its source: a family default or a trait) and
+    comparison: the bound, how many outputs it covers, the worst observed
+    value, its case, and the share of the bound it uses."""
+    from conformance.tolerances import COMPARISONS
+
+    rows: dict[tuple[str, str], dict] = {}
+    for case in cases:
+        outputs = (case.get("numerics") or {}).get("outputs") or []
+        for output, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
+            for what in COMPARISONS:
+                # With an outlier allowance the cap is what the worst element is held to.
+                capped = "outlier_max_lsb" in tolerance[what]
+                bound = tolerance[what]["outlier_max_lsb" if capped else "max_lsb"]
+                source = tolerance["sources"][f"{what}.{'outlier_max_lsb' if capped else 'max_lsb'}"]
+                source += " (outlier cap)" if capped else ""
+                observed = stats[what]["max_lsb"]
+                row = rows.setdefault((source, what), {
+                    "source": source, "comparison": what, "bound": bound, "outputs": 0,
+                    "worst": -1.0, "case": None, "use": 0.0})
+                row["outputs"] += 1
+                use = observed / bound if bound else float(observed > 0)
+                if use > row["use"] or row["case"] is None:
+                    row.update(worst=observed, case=f"{case['id']}#{output}", use=use, bound=bound)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _margin_lines(cases: list[dict]) -> list[str]:
+    rows = tolerance_margins(cases)
+    if not rows:
+        return []
+    lines = ["", "## Tolerance margins", "",
+             "Each bound's worst observed max error (LSB) over the outputs it decides, and the share "
+             "of the bound it uses. A bound far above what is observed cannot catch a regression of "
+             "that size.", "",
+             "| bound from | comparison | bound | outputs | worst | case | use |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['source']} | {r['comparison']} | {r['bound']:g} | {r['outputs']} | {r['worst']:g} | "
+              f"{r['case']} | {r['use']:.0%} |" for r in rows]
+    return lines
+
+
+def _warning_lines(cases: list[dict]) -> list[str]:
+    seen = Counter(w for c in cases for w in c.get("warnings") or [])
+    if not seen:
+        return []
+    lines = ["", "## Warnings raised during export", "",
+             "Deprecations of today are the next upgrade's failures.", "",
+             "| cases | warning |", "|---|---|"]
+    lines += [f"| {n} | {w.replace('|', '/')[:300]} |" for w, n in seen.most_common()]
+    return lines
 
 
 def write_report(report: dict, directory: Path) -> None:

@@ -12,6 +12,7 @@ import dataclasses
 import re
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 from conformance.cases import STAGES, Case
@@ -59,12 +60,15 @@ class CaseRun:
     golden: dict | None = None
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     vulkan_batch: int | None = None  # cases that shared its Vulkan runner process
+    #: Warnings the stack raised during the export: "Category: message (file:line)".
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     def fail(self, failure: StageFailure) -> None:
         """Raise for ``failure``: as expected (xfail) or as a real failure."""
         expect = self.case.expect
         if (
             expect is not None
+            and expect.comparison is None
             and failure.stage == expect.stage
             and re.search(expect.match, f"{failure.error_type}: {failure.message}")
         ):
@@ -76,6 +80,18 @@ class CaseRun:
             f"case {self.case.id} failed at stage '{failure.stage}'\n"
             f"{failure.describe()}\nartifacts: {self.artifacts}{hint}"
         )
+
+    def fail_numerics(self, comparison: str, message: str) -> None:
+        """Raise for a failed comparison: as expected (xfail) or as a real failure."""
+        expect = self.case.expect
+        if expect is not None and expect.comparison == comparison and re.search(expect.match, message):
+            raise ExpectedStageFailure(f"[run] {comparison}: {message}\n(expected: {expect.reason})")
+        hint = ""
+        if expect is not None and expect.comparison == comparison:
+            hint = f"\nexpected instead: /{expect.match}/ ({expect.reason})"
+        raise CaseFailure(
+            f"case {self.case.id}: stage 'run', the lowered program (TOSA reference) "
+            f"{comparison.replace('_', ' ')}\n{message}\nartifacts: {self.artifacts}{hint}")
 
     def require_export(self) -> ExportResult:
         """The export result, or raise for the stage that failed."""
@@ -107,6 +123,10 @@ class CaseRun:
             "delegates": delegates,
             "cpu_ops": cpu_ops,
             "numerics": self.numerics.report_dict() if self.numerics else None,
+            "tolerances": [self.case.get_tolerance(i).to_dict() | {"sources": self.case.get_tolerance(i).sources}
+                           for i in range(len(self.case.output_qspecs))],
+            "stays_on_cpu": self.case.stays_on_cpu,
+            "warnings": self.warnings,
             # Run-specific (where the files went, how long it took): the rest
             # of a case's record is the same from one run to the next.
             "run": {
@@ -117,16 +137,29 @@ class CaseRun:
         }
 
 
+def _distinct_warnings(caught) -> list[str]:
+    """Warnings, deduplicated by category, first message line and origin."""
+    seen = {
+        f"{w.category.__name__}: {str(w.message).strip().splitlines()[0][:200] if str(w.message).strip() else ''} "
+        f"({str(w.filename).rpartition('site-packages/')[2]}:{w.lineno})"
+        for w in caught
+    }
+    return sorted(seen)
+
+
 def run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseRun:
     artifacts = artifacts_root / case.id
     run = CaseRun(case=case, artifacts=artifacts, stage="export")
     start = time.perf_counter()
     try:
         inputs = case.make_inputs()
-        run.result = export_model(
-            case.model(), inputs, artifacts_root=artifacts,
-            disable_workarounds=disable_workarounds, **case.export_kwargs()
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run.result = export_model(
+                case.model(), inputs, artifacts_root=artifacts,
+                disable_workarounds=disable_workarounds, **case.export_kwargs()
+            )
+        run.warnings = _distinct_warnings(caught)
     except ExportStageError as error:
         run.stage = error.stage
         run.failure = StageFailure(error.stage, type(error.cause).__name__, tail(str(error.cause)))

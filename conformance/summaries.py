@@ -497,9 +497,10 @@ def _brief(entry) -> str:
     a = entry["attrs"]
     keys = {
         "RESIZE": ["mode", "scale", "offset", "border"],
-        "RESCALE": ["multiplier", "shift", "input_zp", "output_zp", "rounding_mode", "per_channel", "scale32"],
-        "CONV2D": ["pad", "stride", "dilation", "input_zp", "weight_zp"],
-        "DEPTHWISE_CONV2D": ["pad", "stride", "dilation", "input_zp", "weight_zp"],
+        "RESCALE": ["multiplier", "shift", "input_zp", "output_zp", "rounding_mode", "per_channel", "scale32",
+                    "input_unsigned", "output_unsigned"],
+        "CONV2D": ["pad", "stride", "dilation", "input_zp", "weight_zp", "acc_type", "bias"],
+        "DEPTHWISE_CONV2D": ["pad", "stride", "dilation", "input_zp", "weight_zp", "acc_type", "bias"],
         "AVG_POOL2D": ["kernel", "stride", "pad", "input_zp", "output_zp", "acc_type"],
         "MAX_POOL2D": ["kernel", "stride", "pad"],
         "PAD": ["padding", "pad_const"],
@@ -690,8 +691,8 @@ def _tensor_text(d: dict) -> str:
 def golden_tosa(summary: dict) -> dict:
     """What a golden keeps of a TOSA summary: graph IO and one line per
     operator (op, the attributes that matter, where its inputs come from,
-    what it produces), plus any RESIZE that breaks the spec's ERROR_IF rules.
-    No tensor names, no versions."""
+    what it produces), plus any RESIZE that breaks the spec's ERROR_IF rules,
+    and the TOSA version it declares. No tensor names, no tool versions."""
     lines = []
     for op in summary["operators"]:
         sources = ",".join(d["from"] for d in op["inputs"])
@@ -711,6 +712,9 @@ def golden_tosa(summary: dict) -> dict:
         "outputs": [f"{_tensor_text(d)} <- {d['from']}" for d in summary["outputs"]],
         "ops": lines,
         "spec_errors": invalid,
+        # The TOSA specification version the flatbuffer declares (a property of
+        # what ExecuTorch emits, not of a tool installed here).
+        "tosa_version": summary["tosa_version"],
     }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.golden import GOLDEN_ROOT, changed_sections, describe_changes
+from vgf_export.qdq import is_qdq_name
 from conformance.plugin import record_case
 from conformance.vulkan import (
     VulkanRunError,
@@ -49,19 +50,35 @@ def test_golden(case_run, golden, request):
     )
 
 
+def test_delegation(case_run, request):
+    """The case is delegated, or stays on the CPU, as it declares."""
+    result = case_run.require_export()
+    record_case(request, case_run)
+    case = case_run.case
+    compute_on_cpu = [op for op in result.report.cpu_ops if not is_qdq_name(op)]
+    if case.stays_on_cpu:
+        assert not result.report.delegates, (
+            f"case {case.id}: declared to stay on the CPU ({case.stays_on_cpu}), but it is now "
+            f"delegated: {[d.backend for d in result.report.delegates]}. If intended, remove "
+            "its stays_on_cpu declaration in the case table.")
+        return
+    assert result.report.delegates and not compute_on_cpu, (
+        f"case {case.id}: expected to be delegated, but "
+        + ("nothing was delegated" if not result.report.delegates else "ops stayed on the CPU")
+        + f" (CPU ops: {sorted(set(compute_on_cpu))}). If this is the new behaviour, declare "
+        "stays_on_cpu with the reason in the case table.")
+
+
 def _check_outputs(case_run, request, what: str) -> None:
     numerics = case_run.require_numerics()
     record_case(request, case_run)
     failures = [
         f"output {i}: {message}"
-        for i, comparison in enumerate(getattr(numerics, what))
+        for i, comparison in enumerate(numerics.comparisons[what])
         if (message := case_run.case.get_tolerance(i).check(comparison, what))
     ]
-    assert not failures, (
-        f"case {case_run.case.id}: lowered program (TOSA reference) "
-        f"{what.replace('_', ' ')}\n" + "\n".join(failures)
-        + f"\nartifacts: {case_run.artifacts}"
-    )
+    if failures:
+        case_run.fail_numerics(what, "\n".join(failures))
 
 
 def test_numerics_vs_fake_quant(case_run, request):
@@ -69,50 +86,48 @@ def test_numerics_vs_fake_quant(case_run, request):
     _check_outputs(case_run, request, "vs_fake_quant")
 
 
+def test_numerics_vs_float_dq(case_run, request):
+    """The lowered program agrees with the float model on the dequantized inputs."""
+    _check_outputs(case_run, request, "vs_float_dq")
+
+
 def test_numerics_vs_float(case_run, request):
     """The lowered program stays within the stated bound of the float model."""
     _check_outputs(case_run, request, "vs_float")
 
 
-def _vulkan_problems(case_run, check) -> list[str]:
-    tolerance = case_run.case.get_tolerance()
-    problems = []
-    if check.max_lsb_vs_tosa > tolerance.vulkan_vs_tosa_lsb:
-        problems.append(
-            f"Vulkan vs TOSA-reference path: max {check.max_lsb_vs_tosa:g} LSB > "
-            f"{tolerance.vulkan_vs_tosa_lsb:g} at {check.worst}"
-            + (f" (tolerance: {tolerance.why})" if tolerance.why else "")
-        )
-    for i, comparison in enumerate(check.vs_float):
-        if comparison is not None and (message := case_run.case.get_tolerance(i).check(comparison, "vs_float")):
-            problems.append(f"output {i}: Vulkan {message}")
-    return problems
-
-
 @pytest.mark.vulkan
 def test_vulkan(case_run, vgf_batches, request):
     """The program end to end on Vulkan (scenario runner + ML emulation layer on
-    llvmpipe) equals the TOSA-reference path and meets the float tolerance.
-    Cases of a batch share a runner process; a failure comes from a run alone."""
+    llvmpipe) equals the TOSA-reference path: integer tensors bit-exact, float
+    tensors within the case's float bound. Cases of a batch share a runner
+    process; a failure is confirmed by a run alone."""
     numerics = case_run.require_numerics()
     try:
         vulkan_stack()
     except VulkanUnavailable as error:
+        if request.config.getoption("--vgf-require-vulkan"):
+            raise AssertionError(f"the Vulkan stack is required (--vgf-require-vulkan) but "
+                                 f"missing: {error}") from None
         pytest.skip(str(error))
     if not numerics.program.calls:
-        pytest.skip(f"{case_run.case.id}: nothing was delegated (all ops stayed on the CPU, "
-                    "as its golden records), so there is nothing to run on Vulkan")
+        assert case_run.case.stays_on_cpu, (
+            f"{case_run.case.id}: nothing was delegated, so nothing runs on Vulkan "
+            "(test_delegation says why this is unexpected)")
+        pytest.skip(f"{case_run.case.id}: stays on the CPU as declared "
+                    f"({case_run.case.stays_on_cpu}): nothing to run on Vulkan")
+    float_bound = case_run.case.get_tolerance().vulkan_float_lsb
     try:
         check = vgf_batches.vulkan_check(case_run.case.id,
-                                         accept=lambda c: not _vulkan_problems(case_run, c))
+                                         accept=lambda c: not c.problems(float_bound))
     except VulkanRunError as error:
         record_case(request, case_run, numerics={"vulkan": {"error": str(error).splitlines()[0]}})
         raise AssertionError(f"case {case_run.case.id}: Vulkan run failed\n{error}") from None
     case_run.seconds["vulkan"] = check.seconds
     case_run.vulkan_batch = check.batch
     record_case(request, case_run, numerics={"vulkan": check.report_dict()})
-    problems = _vulkan_problems(case_run, check)
+    problems = check.problems(float_bound)
     assert not problems, (
-        f"case {case_run.case.id}:\n" + "\n".join(problems)
-        + f"\nrerun on the runner: {rerun_command(check.scenario)}"
+        f"case {case_run.case.id}: Vulkan differs from the TOSA-reference path\n"
+        + "\n".join(problems) + f"\nrerun on the runner: {rerun_command(check.scenario)}"
     )

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from conformance import batches
@@ -83,6 +84,7 @@ class FakeStack:
     def __init__(self, monkeypatch, batch_fails=False, accept=True):
         self.exports, self.batch_runs, self.alone_runs = [], [], []
         self.batch_fails = batch_fails
+        self.nondeterministic = False
         plan = {"a": "b1", "b": "b1", "nothing": "b1", "c": "b2"}
         items = [_item("test_vulkan", c) for c in ("a", "b", "nothing", "c")]
         monkeypatch.setattr(batches, "CASES", {c: c for c in plan})
@@ -112,8 +114,11 @@ class FakeStack:
         self.alone_runs.append(scenario.parent.parent.name)
         return 0.5
 
-    def check_case(self, builder, numerics, result, seconds, batch=1):
-        return VulkanCheck(builder.scenario, seconds, 0.0, True, "none", [], batch)
+    def check_case(self, builder, seconds, batch=1):
+        # What the runner wrote: the same for a batch and a run alone, unless
+        # the fake runtime is told to be nondeterministic.
+        value = batch if self.nondeterministic else 0
+        return VulkanCheck(builder.scenario, seconds, [], {"v_out": np.array([value])}, batch)
 
 
 def test_a_batch_shares_one_runner_and_exports_each_case_once(monkeypatch):
@@ -133,6 +138,14 @@ def test_a_batched_result_that_is_not_accepted_is_rerun_alone(monkeypatch):
     fake = FakeStack(monkeypatch)
     check = fake.store.vulkan_check("a", accept=lambda c: c.batch == 1)
     assert fake.alone_runs == ["a"] and check.batch == 1 and check.seconds == 0.5
+
+
+def test_a_batched_result_that_a_run_alone_contradicts_is_a_failure(monkeypatch):
+    fake = FakeStack(monkeypatch)
+    fake.nondeterministic = True
+    with pytest.raises(VulkanRunError, match="wrote different outputs.*not deterministic"):
+        fake.store.vulkan_check("a", accept=lambda c: c.batch == 1)
+    assert fake.alone_runs == ["a"]
 
 
 def test_a_failed_batch_fails_only_the_bad_case_without_running_it_again(monkeypatch):

@@ -1,14 +1,16 @@
 """The case table's machinery: expectations (strict xfails) and determinism."""
 
+import dataclasses
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from conformance.cases import CASES, Expectation, STAGES
-from conformance.plugin import case_params
+from conformance.plugin import _mark_expected_failures, case_params
 from conformance.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,15 +47,51 @@ def test_expectation_must_name_a_known_stage():
     assert STAGES[0] == "export" and STAGES[-1] == "run"
 
 
-def test_expected_cases_become_strict_xfails_and_all_are_grouped():
+@pytest.mark.parametrize("expect, xfailed", [
+    (Expectation("lower", "x", "known bug"),
+     {"test_export", "test_golden", "test_numerics_vs_float", "test_vulkan"}),
+    (Expectation("run", "max error", "bilinear ignores the scale factor", comparison="vs_float"),
+     {"test_numerics_vs_float"}),
+])
+def test_expectations_become_strict_xfails_on_the_tests_they_cover(monkeypatch, expect, xfailed):
     case = CASES["resize-nearest-up4-int8io"]
-    expected = type(case)(**{**case.__dict__, "expect": Expectation("lower", "x", "known bug")})
-    (param,) = case_params({case.id: expected}, {case.id: "quick-batch01"})
+    monkeypatch.setitem(CASES, case.id, dataclasses.replace(case, expect=expect))
+    marked = {}
+    items = []
+    for test in ("test_export", "test_golden", "test_numerics_vs_float", "test_vulkan"):
+        item = SimpleNamespace(callspec=SimpleNamespace(params={"case_run": case.id}), originalname=test)
+        item.add_marker = lambda mark, _test=test: marked.setdefault(_test, mark)
+        items.append(item)
+    _mark_expected_failures(items)
+    assert set(marked) == xfailed
+    for mark in marked.values():
+        assert mark.kwargs["strict"] is True and mark.kwargs["raises"] is ExpectedStageFailure
+        assert expect.reason in mark.kwargs["reason"] and expect.stage in mark.kwargs["reason"]
+
+
+def test_a_numerics_expectation_names_a_known_comparison():
+    with pytest.raises(ValueError, match="Expectation.comparison must be one of"):
+        Expectation("run", "x", "y", comparison="vs_nothing")
+    with pytest.raises(ValueError, match="with stage 'run'"):
+        Expectation("lower", "x", "y", comparison="vs_float")
+
+
+def test_a_numerics_divergence_is_expected_only_where_it_is_declared():
+    case = CASES["resize-bilinear-ac0-down2-int8io"]
+    expect = Expectation("run", r"max error \d+", "known divergence", comparison="vs_float")
+    run = CaseRun(case=dataclasses.replace(case, expect=expect), artifacts=Path("/nowhere"), stage="run")
+    with pytest.raises(ExpectedStageFailure, match="known divergence"):
+        run.fail_numerics("vs_float", "max error 40.000 LSB > 2 LSB")
+    with pytest.raises(CaseFailure, match="stage 'run'.*vs fake quant"):
+        run.fail_numerics("vs_fake_quant", "max error 40.000 LSB > 1 LSB")
+
+
+def test_params_carry_the_batch_group_and_the_quick_mark():
+    case = CASES["resize-nearest-up4-int8io"]
+    (param,) = case_params({case.id: case}, {case.id: "quick-batch01"})
     marks = {m.name: m for m in param.marks}
     assert marks["xdist_group"].args == ("quick-batch01",)
-    assert marks["xfail"].kwargs["strict"] is True
-    assert marks["xfail"].kwargs["raises"] is ExpectedStageFailure
-    assert "[lower] known bug" in marks["xfail"].kwargs["reason"]
+    assert "quick" in marks and "xfail" not in marks
 
 
 _GOLDEN = """

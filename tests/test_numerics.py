@@ -11,7 +11,9 @@ import torch.nn.functional as F
 from conformance.grid_sampler_reference import grid_sample, run_payload
 from conformance.models import GridSample, Resize
 from conformance.numerics import LoweredProgram, LoweredRunError, compare, quantize_inputs
-from conformance.tolerances import Tolerance
+from conformance.tolerances import FAMILY_TOLERANCES
+
+DEFAULT = FAMILY_TOLERANCES["resize"]
 from conformance.tosa_reference import run_tosa_in_child_ex
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import GridSamplerPayload
@@ -62,14 +64,14 @@ def test_comparison_passes_an_exact_match():
     x = torch.rand(1, 4, 8, 8)
     c = compare(x, x.clone(), UNIT)
     assert (c.max_lsb, c.mean_lsb, c.bias_lsb) == (0, 0, 0)
-    assert Tolerance().check(c, "vs_fake_quant") is None
+    assert DEFAULT.check(c, "vs_fake_quant") is None
 
 
 def test_comparison_catches_a_one_lsb_shift():
     x = torch.round(torch.rand(1, 4, 8, 8) * 100) * UNIT
     c = compare(x, x + UNIT, UNIT)
     assert c.max_lsb == pytest.approx(1.0) and c.bias_lsb == pytest.approx(1.0)
-    message = Tolerance().check(c, "vs_fake_quant")  # within max, but biased
+    message = DEFAULT.check(c, "vs_fake_quant")  # within max, but biased
     assert message and "bias +1.000 LSB" in message
     assert "worst at index" in message and "expected" in message and "got" in message
 
@@ -78,7 +80,7 @@ def test_comparison_catches_a_wrong_align_corners(grid_export):
     inputs, result, payload = grid_export
     wrong = dataclasses.replace(payload, align_corners=not payload.align_corners)
     c = compare(result.quantized_module(*inputs), _run_grid(grid_export, wrong), UNIT)
-    assert Tolerance().check(c, "vs_fake_quant") is not None
+    assert DEFAULT.check(c, "vs_fake_quant") is not None
     assert c.max_lsb > 5
 
 
@@ -86,7 +88,7 @@ def test_comparison_catches_a_transposed_layout():
     x = torch.rand(1, 4, 6, 6) * 2 - 1
     transposed = x.transpose(2, 3)  # H and W swapped: same shape, wrong layout
     c = compare(x, transposed, UNIT)
-    assert Tolerance().check(c, "vs_fake_quant") is not None
+    assert DEFAULT.check(c, "vs_fake_quant") is not None
 
 
 def test_comparison_refuses_shape_mismatch():

@@ -34,6 +34,11 @@ def is_dq_op(node: torch.fx.Node) -> bool:
     return any(t in target for t in _DQ_TARGETS)
 
 
+def is_qdq_name(name: str) -> bool:
+    """An op name (as reports list them) that is a quantize or dequantize."""
+    return any(t in name for t in _Q_TARGETS + _DQ_TARGETS)
+
+
 def snorm_qspec(bits: int) -> QuantizationSpec:
     """Fixed symmetric qspec matching an SNORM texel of ``bits`` (8 or 16):
     scale 1/(2**(bits-1)-1), zero point 0, range +-(2**(bits-1)-1)."""

@@ -1,0 +1,149 @@
+"""Fault injection: break one thing beneath the suite, show which conformance
+check catches it, and that its message names the case, the stage and what
+changed. Each fault is a plausible regression of ExecuTorch, the converter or
+the runtime; the checks called are the suite's own test functions."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conformance import numerics as numerics_module
+from conformance import test_cases as suite
+from conformance.cases import CASES
+from conformance.runner import CaseFailure, run_case
+from conformance.vulkan import check_case
+from vgf_export import snorm_qspec
+from vgf_export.partitioner import VgfPartitionerWrapper
+from vgf_export.quantizer import VgfQuantizerWrapper
+
+
+def _request():
+    return SimpleNamespace(node=SimpleNamespace(user_properties=[]),
+                           config=SimpleNamespace(getoption=lambda name: False))
+
+
+def _failures(run, tests) -> dict[str, str]:
+    """The failure message of each of ``tests`` (suite test functions) on ``run``."""
+    failed = {}
+    for test in tests:
+        try:
+            test(run, _request())
+        except (AssertionError, CaseFailure) as error:
+            failed[test.__name__] = str(error)
+    return failed
+
+
+NUMERICS = (suite.test_numerics_vs_fake_quant, suite.test_numerics_vs_float_dq,
+            suite.test_numerics_vs_float)
+
+
+def test_unbroken_cases_pass_the_checks(tmp_path):
+    for case_id in ("resize-bilinear-ac0-up2-int8io", "grid-rgba-bilinear-zeros-ac0-random-int8io"):
+        run = run_case(CASES[case_id], tmp_path)
+        assert _failures(run, NUMERICS + (suite.test_delegation,)) == {}
+
+
+def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch):
+    real = numerics_module.run_tosa_in_child_ex
+
+    def shifted(flatbuffer, inputs, timeout):
+        result = real(flatbuffer, inputs, timeout)
+        outputs = [np.clip(o.astype(np.int32) + 1, -127, 127).astype(o.dtype) for o in result.outputs]
+        return dataclasses.replace(result, outputs=outputs)
+
+    monkeypatch.setattr(numerics_module, "run_tosa_in_child_ex", shifted)
+    case_id = "resize-bilinear-ac0-up2-int8io"
+    failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
+    message = failed["test_numerics_vs_fake_quant"]
+    assert case_id in message and "stage 'run'" in message and "bias +" in message
+
+
+def test_an_snorm16_grid_quantized_as_snorm8_fails_vs_float(tmp_path, monkeypatch):
+    real_init = VgfQuantizerWrapper.__init__
+
+    def eight_bit(spec):
+        return snorm_qspec(8) if spec is not None and spec.quant_max == 32767 else spec
+
+    def init(self, compile_spec, *, input_qspecs, output_qspecs, **grid):
+        real_init(self, compile_spec, input_qspecs=[eight_bit(q) for q in input_qspecs],
+                  output_qspecs=output_qspecs, **{k: eight_bit(v) for k, v in grid.items()})
+
+    monkeypatch.setattr(VgfQuantizerWrapper, "__init__", init)
+    for case_id in ("grid-rgba-bilinear-zeros-ac0-random-int8io", "grid-rgba-nearest-zeros-ac0-random-int8io"):
+        failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
+        assert set(failed) == {"test_numerics_vs_float"}, failed  # the program is self-consistent
+        assert case_id in failed["test_numerics_vs_float"]
+
+
+def test_a_case_that_stops_being_delegated_fails_delegation(tmp_path, monkeypatch):
+    real = VgfPartitionerWrapper.partition
+
+    def refuse(self, program):
+        result = real(self, program)
+        for node in result.tagged_exported_program.graph_module.graph.nodes:
+            node.meta.pop("delegation_tag", None)
+        result.partition_tags.clear()
+        return result
+
+    monkeypatch.setattr(VgfPartitionerWrapper, "partition", refuse)
+    case_id = "resize-bilinear-ac0-down2-int8io"
+    failed = _failures(run_case(CASES[case_id], tmp_path), (suite.test_delegation,))
+    message = failed["test_delegation"]
+    assert case_id in message and "nothing was delegated" in message and "stays_on_cpu" in message
+
+
+def test_a_case_declared_on_the_cpu_that_gets_delegated_fails(tmp_path):
+    case = dataclasses.replace(CASES["resize-bilinear-ac0-down2-int8io"], stays_on_cpu="for the test")
+    failed = _failures(run_case(case, tmp_path), (suite.test_delegation,))
+    assert "declared to stay on the CPU (for the test), but it is now delegated" in failed["test_delegation"]
+
+
+def _fake_builder(tmp_path, expected: dict, got: dict):
+    return SimpleNamespace(scenario=tmp_path / "scenario.json", outputs=lambda: got,
+                           expected=lambda: expected, layouts={k: (0, 2, 3, 1) for k in expected})
+
+
+def test_an_int8_vulkan_output_off_by_two_fails_in_a_mixed_io_case(tmp_path):
+    """two-in-two-out-mixed: an int16 and an int8 output; its float bound must
+    not leak into the integer tensors (it used to allow 2 int8 steps)."""
+    rng = np.random.default_rng(0)
+    expected = {"v_down": rng.integers(-32767, 32767, (1, 4, 6, 4), dtype=np.int16),
+                "v_up": rng.integers(-127, 127, (1, 16, 24, 4), dtype=np.int8)}
+    got = {k: v.copy() for k, v in expected.items()}
+    got["v_up"][0, 3, 5, 1] += 2
+    check = check_case(_fake_builder(tmp_path, expected, got), seconds=0.1)
+    float_bound = CASES["two-in-two-out-mixed"].get_tolerance().vulkan_float_lsb
+    assert float_bound > 0  # the case has float IO, so a float bound exists
+    (problem,) = check.problems(float_bound)
+    assert "v_up (int8): 1 of 1536 elements differ" in problem and "bit-exact" in problem
+    assert "[0, 3, 5, 1]" in problem
+
+
+def test_a_float_vulkan_tensor_is_held_to_its_own_bound(tmp_path):
+    expected = {"v_out": np.zeros((1, 2, 2, 4), np.float32)}
+    got = {"v_out": expected["v_out"] + np.float32(0.5 / 127)}
+    check = check_case(_fake_builder(tmp_path, expected, got), seconds=0.1)
+    assert check.problems(1.0) == []
+    assert "max 0.5 LSB of 1/127 > 0.01" in check.problems(0.01)[0]
+
+
+@pytest.mark.parametrize("field", ["max_lsb", "outliers"])
+def test_an_outlier_allowance_caps_the_size_of_outliers(field):
+    from conformance.numerics import compare
+    from conformance.tolerances import Bound
+    import torch
+
+    expected = torch.zeros(100)
+    got = expected.clone()
+    got[:3] = 200.0  # 3 % of elements, 200 LSB off
+    comparison = compare(expected, got, 1.0)
+    assert Bound(2.0, outliers=0.05, outlier_max_lsb=254).problems(comparison) == []
+    problems = Bound(2.0, outliers=0.05, outlier_max_lsb=8).problems(comparison)
+    assert problems == ["max error 200.000 LSB > the outlier cap 8 LSB"]
+    with pytest.raises(ValueError, match="without a magnitude cap"):
+        Bound(2.0, outliers=0.05)
