@@ -68,7 +68,7 @@ class CaseRun:
         expect = self.case.expect
         if (
             expect is not None
-            and expect.comparison is None
+            and not expect.comparisons
             and failure.stage == expect.stage
             and re.search(expect.match, f"{failure.error_type}: {failure.message}")
         ):
@@ -84,10 +84,10 @@ class CaseRun:
     def fail_numerics(self, comparison: str, message: str) -> None:
         """Raise for a failed comparison: as expected (xfail) or as a real failure."""
         expect = self.case.expect
-        if expect is not None and expect.comparison == comparison and re.search(expect.match, message):
+        if expect is not None and comparison in expect.comparisons and re.search(expect.match, message):
             raise ExpectedStageFailure(f"[run] {comparison}: {message}\n(expected: {expect.reason})")
         hint = ""
-        if expect is not None and expect.comparison == comparison:
+        if expect is not None and comparison in expect.comparisons:
             hint = f"\nexpected instead: /{expect.match}/ ({expect.reason})"
         raise CaseFailure(
             f"case {self.case.id}: stage 'run', the lowered program (TOSA reference) "

@@ -9,16 +9,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from conformance.golden import GOLDEN_ROOT, changed_sections, describe_changes
-from vgf_export.qdq import is_qdq_name
+from conformance.numerics import compare, dequantize, output_quant, quantize_inputs
 from conformance.plugin import record_case
+from conformance.pte_runtime import load_pte_meta, run_cpu_program
 from conformance.vulkan import (
     VulkanRunError,
     VulkanUnavailable,
     rerun_command,
     vulkan_stack,
 )
+from vgf_export.qdq import is_qdq_name
 
 
 def _stored_golden(case_run) -> Path:
@@ -94,6 +97,47 @@ def test_numerics_vs_float_dq(case_run, request):
 def test_numerics_vs_float(case_run, request):
     """The lowered program stays within the stated bound of the float model."""
     _check_outputs(case_run, request, "vs_float")
+
+
+def test_pte(case_run, request):
+    """The shipped program.pte loads in ExecuTorch's runtime (a child process),
+    declares the inputs and outputs (sizes, dtypes) the exported program has,
+    and, where every op is on the CPU, runs there within the case's float bound."""
+    numerics = case_run.require_numerics()
+    result = case_run.result
+    case = case_run.case
+    meta = load_pte_meta(result.artifacts.program)
+    graph = result.edge_program.exported_program().graph_module.graph
+    user = set(result.edge_program.exported_program().graph_signature.user_inputs)
+    declared = {
+        "input": [f"{m.dtype}[{'x'.join(map(str, m.sizes))}]" for m in meta.inputs],
+        "output": [f"{m.dtype}[{'x'.join(map(str, m.sizes))}]" for m in meta.outputs],
+    }
+    exported = {
+        "input": [_tensor_text(n.meta["val"]) for n in graph.nodes if n.op == "placeholder" and n.name in user],
+        "output": [_tensor_text(n.meta["val"]) for n in graph.output_node().args[0]],
+    }
+    record_case(request, case_run, pte={"delegates": list(meta.delegates), "operators": list(meta.operators)})
+    assert declared == exported, (
+        f"case {case.id}: program.pte declares {declared}, the exported program has {exported} "
+        f"({result.artifacts.program})")
+    if meta.delegates:
+        return  # the installed runtime has no VGF backend: checked through the delegates' own tiers
+    inputs = quantize_inputs(case.make_inputs(), result.edge_program, result.io_quant_params)
+    raw = run_cpu_program(result.artifacts.program, [x.numpy() for x in inputs])
+    params = output_quant(result.edge_program, result.io_quant_params)
+    failures = [
+        f"output {i}: {message}"
+        for i, (q, p, reference, unit) in enumerate(zip(raw, params, numerics.reference_outputs, numerics.units))
+        if (message := case.get_tolerance(i).check(
+            compare(reference, dequantize(torch.from_numpy(q), p), unit), "vs_float"))
+    ]
+    assert not failures, (f"case {case.id}: program.pte run by the ExecuTorch runtime (CPU only)\n"
+                          + "\n".join(failures))
+
+
+def _tensor_text(val) -> str:
+    return f"{str(val.dtype).removeprefix('torch.')}[{'x'.join(str(int(s)) for s in val.shape)}]"
 
 
 @pytest.mark.vulkan
