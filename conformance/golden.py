@@ -10,8 +10,9 @@ A golden holds, in sections (each a top-level key):
 ``tosa``          each VGF delegate's TOSA operators and the attributes that matter
 ``vgf``           each VGF delegate's segment sequence (from vgf_dump)
 ``grid_sampler``  each grid-sampler delegate's payload
-``pte``           the serialized program's tensors and IO, and where its output
-                  layouts disagree with what the delegates write
+``pte``           the serialized program's tensors and IO, its instruction chain
+                  (kernel calls with their operators, delegate calls), and where
+                  its output layouts disagree with what the delegates write
 ``numerics``      rounded error statistics (when the numerics tier ran)
 
 Keys are sorted, floats rounded, and nothing machine- or version-specific
@@ -136,11 +137,23 @@ def pte_section(program_bytes: bytes, edge_program) -> dict:
                 f"output {position}: the program says {text(index)}, "
                 f"the delegate writes {_tensor_text(val)}"
             )
+    def instruction(instr) -> str:
+        args = instr.instr_args
+        kind = type(args).__name__
+        if kind == "KernelCall":
+            op = plan.operators[args.op_index]
+            return f"{kind} {op.name}.{op.overload} {list(args.args)}"
+        if kind == "DelegateCall":
+            return f"{kind} {plan.delegates[args.delegate_index].id} {list(args.args)}"
+        return kind
+
     return {
         "values": [f"[{i}] {text(i)}" for i in tensors],
         "inputs": list(plan.inputs),
         "outputs": list(plan.outputs),
         "output_layout_mismatches": mismatches,
+        # The execution plan: what a runtime will execute, in order.
+        "instructions": [instruction(i) for chain in plan.chains for i in chain.instructions],
     }
 
 

@@ -124,7 +124,7 @@ def _mark_expected_failures(items) -> None:
         case_id = batches.item_case(item)
         expect = CASES[case_id].expect if case_id in CASES else None
         if expect is not None and expect.applies_to(item.originalname):
-            where = "/".join((expect.stage, *expect.comparisons))
+            where = "/".join((expect.stage, *expect.checks))
             reason = f"[{where}] {expect.reason}"
             item.add_marker(pytest.mark.xfail(raises=ExpectedStageFailure, strict=True, reason=reason))
 

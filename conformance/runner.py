@@ -68,7 +68,7 @@ class CaseRun:
         expect = self.case.expect
         if (
             expect is not None
-            and not expect.comparisons
+            and not expect.checks
             and failure.stage == expect.stage
             and re.search(expect.match, f"{failure.error_type}: {failure.message}")
         ):
@@ -81,17 +81,21 @@ class CaseRun:
             f"{failure.describe()}\nartifacts: {self.artifacts}{hint}"
         )
 
-    def fail_numerics(self, comparison: str, message: str) -> None:
-        """Raise for a failed comparison: as expected (xfail) or as a real failure."""
+    def fail_check(self, check: str, what: str, message: str) -> None:
+        """Raise for a failed check of the run (a comparison, ``pte``): as
+        expected (xfail) or as a real failure. ``what`` says what was checked."""
         expect = self.case.expect
-        if expect is not None and comparison in expect.comparisons and re.search(expect.match, message):
-            raise ExpectedStageFailure(f"[run] {comparison}: {message}\n(expected: {expect.reason})")
+        if expect is not None and check in expect.checks and re.search(expect.match, message):
+            raise ExpectedStageFailure(f"[run] {check}: {message}\n(expected: {expect.reason})")
         hint = ""
-        if expect is not None and comparison in expect.comparisons:
+        if expect is not None and check in expect.checks:
             hint = f"\nexpected instead: /{expect.match}/ ({expect.reason})"
         raise CaseFailure(
-            f"case {self.case.id}: stage 'run', the lowered program (TOSA reference) "
-            f"{comparison.replace('_', ' ')}\n{message}\nartifacts: {self.artifacts}{hint}")
+            f"case {self.case.id}: stage 'run', {what}\n{message}\nartifacts: {self.artifacts}{hint}")
+
+    def fail_numerics(self, comparison: str, message: str) -> None:
+        self.fail_check(comparison, f"the lowered program (TOSA reference) {comparison.replace('_', ' ')}",
+                        message)
 
     def require_export(self) -> ExportResult:
         """The export result, or raise for the stage that failed."""

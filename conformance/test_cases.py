@@ -14,7 +14,7 @@ import torch
 from conformance.golden import GOLDEN_ROOT, changed_sections, describe_changes
 from conformance.numerics import compare, dequantize, output_quant, quantize_inputs
 from conformance.plugin import record_case
-from conformance.pte_runtime import load_pte_meta, run_cpu_program
+from conformance.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
 from conformance.vulkan import (
     VulkanRunError,
     VulkanUnavailable,
@@ -109,22 +109,22 @@ def test_pte(case_run, request):
     meta = load_pte_meta(result.artifacts.program)
     graph = result.edge_program.exported_program().graph_module.graph
     user = set(result.edge_program.exported_program().graph_signature.user_inputs)
-    declared = {
-        "input": [f"{m.dtype}[{'x'.join(map(str, m.sizes))}]" for m in meta.inputs],
-        "output": [f"{m.dtype}[{'x'.join(map(str, m.sizes))}]" for m in meta.outputs],
-    }
+    declared = {"input": [_meta_text(m) for m in meta.inputs], "output": [_meta_text(m) for m in meta.outputs]}
     exported = {
         "input": [_tensor_text(n.meta["val"]) for n in graph.nodes if n.op == "placeholder" and n.name in user],
         "output": [_tensor_text(n.meta["val"]) for n in graph.output_node().args[0]],
     }
     record_case(request, case_run, pte={"delegates": list(meta.delegates), "operators": list(meta.operators)})
     assert declared == exported, (
-        f"case {case.id}: program.pte declares {declared}, the exported program has {exported} "
-        f"({result.artifacts.program})")
+        f"case {case.id}: program.pte declares {declared}, but the exported program (what the "
+        f"delegates read and write) has {exported} ({result.artifacts.program})")
     if meta.delegates:
         return  # the installed runtime has no VGF backend: checked through the delegates' own tiers
     inputs = quantize_inputs(case.make_inputs(), result.edge_program, result.io_quant_params)
-    raw = run_cpu_program(result.artifacts.program, [x.numpy() for x in inputs])
+    try:
+        raw = run_cpu_program(result.artifacts.program, [x.numpy() for x in inputs])
+    except PteRuntimeError as error:
+        case_run.fail_check("pte", "program.pte on the ExecuTorch runtime (CPU only)", str(error))
     params = output_quant(result.edge_program, result.io_quant_params)
     failures = [
         f"output {i}: {message}"
@@ -132,12 +132,17 @@ def test_pte(case_run, request):
         if (message := case.get_tolerance(i).check(
             compare(reference, dequantize(torch.from_numpy(q), p), unit), "vs_float"))
     ]
-    assert not failures, (f"case {case.id}: program.pte run by the ExecuTorch runtime (CPU only)\n"
-                          + "\n".join(failures))
+    if failures:
+        case_run.fail_check("pte", "program.pte on the ExecuTorch runtime (CPU only)", "\n".join(failures))
+
+
+def _meta_text(meta) -> str:
+    return f"{meta.dtype}[{'x'.join(map(str, meta.sizes))}] dim_order={list(meta.dim_order)}"
 
 
 def _tensor_text(val) -> str:
-    return f"{str(val.dtype).removeprefix('torch.')}[{'x'.join(str(int(s)) for s in val.shape)}]"
+    return (f"{str(val.dtype).removeprefix('torch.')}[{'x'.join(str(int(s)) for s in val.shape)}] "
+            f"dim_order={list(val.dim_order())}")
 
 
 @pytest.mark.vulkan

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cases import CASES
+from conformance.golden import pte_section
 from conformance.plugin import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
@@ -43,7 +44,9 @@ def _outcome(case_id: str, root: Path, disabled: tuple[str, ...]) -> str:
     compute = lambda ops: [op for op in ops if "quantized_decomposed" not in op]  # noqa: E731
     delegates = [f"{d.backend}{compute(d.ops)}" for d in result.report.delegates]
     io = {side: len(v) for side, v in result.io_quant_params.items()}
-    return f"delegates {delegates}, cpu {compute(result.report.cpu_ops)}, quantized io {io}"
+    layouts = pte_section(result.artifacts.program.read_bytes(), result.edge_program)
+    return (f"delegates {delegates}, cpu {compute(result.report.cpu_ops)}, quantized io {io}, "
+            f"pte layout mismatches {layouts['output_layout_mismatches']}")
 
 
 @pytest.mark.parametrize("name", sorted(n for n in WORKAROUNDS if n != "partition-order"))

@@ -50,7 +50,7 @@ def test_expectation_must_name_a_known_stage():
 @pytest.mark.parametrize("expect, xfailed", [
     (Expectation("lower", "x", "known bug"),
      {"test_export", "test_golden", "test_numerics_vs_float", "test_vulkan"}),
-    (Expectation("run", "max error", "bilinear ignores the scale factor", comparisons=("vs_float",)),
+    (Expectation("run", "max error", "bilinear ignores the scale factor", checks=("vs_float",)),
      {"test_numerics_vs_float"}),
     (Expectation("run", "BAD_INPUT", "the reference model rejects a delegate"),
      {"test_numerics_vs_float", "test_vulkan"}),
@@ -72,15 +72,15 @@ def test_expectations_become_strict_xfails_on_the_tests_they_cover(monkeypatch, 
 
 
 def test_a_numerics_expectation_names_a_known_comparison():
-    with pytest.raises(ValueError, match="Expectation.comparisons must be among"):
-        Expectation("run", "x", "y", comparisons=("vs_nothing",))
+    with pytest.raises(ValueError, match="Expectation.checks must be among"):
+        Expectation("run", "x", "y", checks=("vs_nothing",))
     with pytest.raises(ValueError, match="with stage 'run'"):
-        Expectation("lower", "x", "y", comparisons=("vs_float",))
+        Expectation("lower", "x", "y", checks=("vs_float",))
 
 
 def test_a_numerics_divergence_is_expected_only_where_it_is_declared():
     case = CASES["resize-bilinear-ac0-down2-int8io"]
-    expect = Expectation("run", r"max error \d+", "known divergence", comparisons=("vs_float",))
+    expect = Expectation("run", r"max error \d+", "known divergence", checks=("vs_float",))
     run = CaseRun(case=dataclasses.replace(case, expect=expect), artifacts=Path("/nowhere"), stage="run")
     with pytest.raises(ExpectedStageFailure, match="known divergence"):
         run.fail_numerics("vs_float", "max error 40.000 LSB > 2 LSB")

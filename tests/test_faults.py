@@ -51,8 +51,8 @@ def test_unbroken_cases_pass_the_checks(tmp_path):
 def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch):
     real = numerics_module.run_tosa_in_child_ex
 
-    def shifted(flatbuffer, inputs, timeout):
-        result = real(flatbuffer, inputs, timeout)
+    def shifted(flatbuffer, inputs, timeout, **options):
+        result = real(flatbuffer, inputs, timeout, **options)
         outputs = [np.clip(o.astype(np.int32) + 1, -127, 127).astype(o.dtype) for o in result.outputs]
         return dataclasses.replace(result, outputs=outputs)
 
@@ -147,3 +147,14 @@ def test_an_outlier_allowance_caps_the_size_of_outliers(field):
     assert problems == ["max error 200.000 LSB > the outlier cap 8 LSB"]
     with pytest.raises(ValueError, match="without a magnitude cap"):
         Bound(2.0, outliers=0.05)
+
+
+def test_a_pte_whose_output_layout_is_flipped_fails_test_pte(tmp_path):
+    """Without the pte-delegate-layouts workaround, ExecuTorch 1.5.1 itself
+    writes such a program: the grid sampler writes NHWC, the .pte says NCHW."""
+    case_id = "grid-rgba-bilinear-zeros-ac0-identity-int8io"
+    fixed = run_case(CASES[case_id], tmp_path / "fixed")
+    assert _failures(fixed, (suite.test_pte,)) == {}
+    flipped = run_case(CASES[case_id], tmp_path / "flipped", disable_workarounds=("pte-delegate-layouts",))
+    message = _failures(flipped, (suite.test_pte,))["test_pte"]
+    assert case_id in message and "dim_order=[0, 1, 2, 3]" in message and "dim_order=[0, 2, 3, 1]" in message

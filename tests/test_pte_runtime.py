@@ -32,6 +32,15 @@ def exported(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def unpinned(tmp_path_factory):
+    """The grid case exported without the pte-delegate-layouts workaround."""
+    run = run_case(CASES[GRID_CASE], tmp_path_factory.mktemp("pte-unpinned"),
+                   disable_workarounds=("pte-delegate-layouts",))
+    assert run.result is not None, run.failure and run.failure.describe()
+    return run, load_pte_meta(run.result.artifacts.program)
+
+
+@pytest.fixture(scope="module")
 def grid_meta(exported):
     return load_pte_meta(exported[GRID_CASE].result.artifacts.program)
 
@@ -74,21 +83,19 @@ def test_nhwc_delegated_input_dtype_sizes_dim_order(exported, grid_meta):
     assert grid_meta_.nbytes == grid.numel() * 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="executorch 1.5.1: to_executorch() re-derives delegate outputs' dim order by "
-    "fake-running each delegate's original graph (ExportPass retrace), so the "
-    "grid sampler's NHWC output is labelled NCHW in the .pte",
-)
 def test_program_labels_match_the_grid_sampler_payload(exported, grid_meta):
+    """With the pte-delegate-layouts workaround the .pte says what the delegates write."""
     assert grid_meta.grid_sampler_layout_mismatches(exported[GRID_CASE].result.artifacts.root) == []
 
 
-def test_layout_mismatch_is_found(exported, grid_meta):
-    """What the strict xfail above records: the sampler's output (the value
-    the second delegate call writes last) is labelled NCHW, the payload says NHWC."""
-    (found,) = grid_meta.grid_sampler_layout_mismatches(exported[GRID_CASE].result.artifacts.root)
-    (_, args), = [c for c in grid_meta.delegate_calls if c[0] == "GridSamplerBackend"]
+def test_layout_mismatch_is_found_without_the_workaround(unpinned):
+    """executorch 1.5.1: to_executorch() re-derives delegate outputs' dim order by
+    fake-running each delegate's original graph, so without the workaround the
+    sampler's output (the value the second delegate call writes last) is
+    labelled NCHW while the payload says NHWC."""
+    run, meta = unpinned
+    (found,) = meta.grid_sampler_layout_mismatches(run.result.artifacts.root)
+    (_, args), = [c for c in meta.delegate_calls if c[0] == "GridSamplerBackend"]
     assert found == (
         f"delegate 1 output: the program says value [{args[-1]}] int8[1x4x12x16] NCHW, "
         "the payload dim_order is [0, 2, 3, 1]"

@@ -88,7 +88,7 @@ def _delegate_tag(lowered) -> str | None:
     return None
 
 
-def write(paths: ArtifactPaths, edge_program, report: ExportReport) -> None:
+def write(paths: ArtifactPaths, edge_program, report: ExportReport, *, pin_layouts: bool = True) -> None:
     paths.delegates.mkdir(parents=True, exist_ok=True)
     graph_module = edge_program.exported_program().graph_module
     for index, lowered in enumerate(lowered_modules(graph_module)):
@@ -113,4 +113,9 @@ def write(paths: ArtifactPaths, edge_program, report: ExportReport) -> None:
     paths.report.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
     # to_executorch() rewrites the program it is given (out variants, memory
     # planning); serialize a copy so the caller's edge program stays intact.
-    paths.program.write_bytes(copy.deepcopy(edge_program).to_executorch().buffer)
+    program = copy.deepcopy(edge_program)
+    if pin_layouts:  # the "pte-delegate-layouts" workaround
+        from vgf_export.passes import pin_delegate_output_layouts
+
+        pin_delegate_output_layouts(program)
+    paths.program.write_bytes(program.to_executorch().buffer)

@@ -374,7 +374,8 @@ def export_model(
     )
     emit_export_report(report, verbose)
     with stage("serialize"):
-        _artifacts.write(paths, edge_program, report)
+        _artifacts.write(paths, edge_program, report,
+                         pin_layouts="pte-delegate-layouts" not in disabled)
     return ExportResult(
         edge_program,
         example_inputs,

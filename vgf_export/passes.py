@@ -226,3 +226,51 @@ def set_tensors_to_channels_last_pass(graph_module: torch.fx.GraphModule) -> Pas
                 _mark_channels_last(user)
 
     return PassResult(graph_module=graph_module, modified=True)
+
+
+def pin_delegate_output_layouts(edge_program) -> int:
+    """End each delegate's original graph with a ``_clone_dim_order`` to the
+    layout its backend compiled against; returns how many outputs it pinned.
+
+    ``to_executorch()`` re-derives each delegate call's output metadata by
+    fake-running the delegate's original graph (the retrace of
+    ``SpecPropPass`` / ``LegalizePortableDimOrderPass``). The channels-last
+    marks of :func:`set_tensors_to_channels_last_pass` live only in
+    ``meta["val"]``, and ops whose fake kernels return contiguous tensors
+    (``grid_sampler_2d``, ``slice_copy``) lose them, so the ``.pte`` labels
+    NHWC delegate outputs NCHW. The clone makes the retrace derive the right
+    layout, for the delegate outputs and for CPU ops after them. Processed
+    bytes are untouched: the original graph is only retraced. Apply it to the
+    copy that is serialized."""
+    from executorch.exir.delegate import executorch_call_delegate
+    from executorch.exir.dialects._ops import ops as exir_ops
+    from torch.export.graph_signature import TensorArgument
+
+    clone_op = exir_ops.edge.dim_order_ops._clone_dim_order.default
+    gm = edge_program.exported_program().graph_module
+    pinned = 0
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not executorch_call_delegate:
+            continue
+        program = getattr(gm, node.args[0].target).original_module
+        graph = program.graph_module.graph
+        output = graph.output_node()
+        results = list(output.args[0])
+        for i, result in enumerate(results):
+            val = result.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                continue
+            dim_order = [int(d) for d in val.dim_order()]
+            if dim_order == list(range(val.dim())):
+                continue  # contiguous: what a retrace derives anyway
+            with graph.inserting_before(output):
+                clone = graph.call_function(clone_op, (result,), {"dim_order": dim_order})
+            clone.meta = {"val": val}
+            for spec in program.graph_signature.output_specs:
+                if isinstance(spec.arg, TensorArgument) and spec.arg.name == result.name:
+                    spec.arg = TensorArgument(name=clone.name)
+            results[i] = clone
+            pinned += 1
+        output.args = (results,)
+        program.graph_module.recompile()
+    return pinned

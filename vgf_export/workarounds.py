@@ -63,6 +63,17 @@ WORKAROUNDS: dict[str, Workaround] = {
             probes=("flow-warp-rgb-border-int8io",),
         ),
         Workaround(
+            name="pte-delegate-layouts",
+            what="pins each delegate output's dim order in the serialized program "
+            "(vgf_export.passes.pin_delegate_output_layouts)",
+            without_it="to_executorch() re-derives delegate outputs by retracing their original "
+            "graphs, where grid_sampler_2d and slice_copy return contiguous tensors: program.pte "
+            "labels NHWC delegate outputs (and the CPU ops after them) NCHW, and a runtime that "
+            "trusts the labels reads scrambled values (132 of 256 cases on 1.5.1)",
+            upstream="none filed (related: pytorch/executorch#11086, layout kept only in meta)",
+            probes=("grid-rgba-bilinear-zeros-ac0-identity-int8io", "grid-rgb-bilinear-zeros-ac0-rotation-int8io"),
+        ),
+        Workaround(
             name="no-guards-module",
             what="captures the graph with ExportedProgram.module(check_guards=False)",
             without_it="torch 2.13 adds a _guards_fn call_module node that Arm's annotation "
