@@ -6,7 +6,7 @@ known to fail, and how), its tolerance and marks. Ids are readable and stable,
 e.g. ``resize-bilinear-ac0-down16-int8io``; they name the golden files.
 
 The table is built by the ``_resize_cases`` ... ``_composite_cases``
-generators below; ``CASES`` is the result, ``QUICK`` the pull-request subset.
+generators below; ``CASES`` is the result; ``Case.quick`` marks the pull-request tier.
 Tolerances live in :mod:`conformance.tolerances`, one place for all.
 """
 
@@ -620,4 +620,3 @@ def _build() -> dict[str, Case]:
 
 
 CASES: dict[str, Case] = _build()
-QUICK = [cid for cid, case in CASES.items() if case.quick]

@@ -110,6 +110,8 @@ def tolerance_margins(cases: list[dict]) -> list[dict]:
         outputs = (case.get("numerics") or {}).get("outputs") or []
         for output, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
             for what in COMPARISONS:
+                if (case.get("tests") or {}).get(f"test_numerics_{what}") == "xfailed":
+                    continue  # a known divergence: its size is in its Expectation, not a margin
                 # With an outlier allowance the cap is what the worst element is held to.
                 capped = "outlier_max_lsb" in tolerance[what]
                 bound = tolerance[what]["outlier_max_lsb" if capped else "max_lsb"]

@@ -141,13 +141,26 @@ class CaseRun:
         }
 
 
+_PATH = re.compile(r"/[^\s'\"()<>:]+/")
+
+
+def _origin(filename: str) -> str:
+    """A warning's file without the machine's part: inside site-packages or the stdlib."""
+    for marker in ("site-packages/", "/lib/python3.11/"):
+        if marker in filename:
+            return filename.rpartition(marker)[2]
+    return Path(filename).name
+
+
 def _distinct_warnings(caught) -> list[str]:
-    """Warnings, deduplicated by category, first message line and origin."""
-    seen = {
-        f"{w.category.__name__}: {str(w.message).strip().splitlines()[0][:200] if str(w.message).strip() else ''} "
-        f"({str(w.filename).rpartition('site-packages/')[2]}:{w.lineno})"
-        for w in caught
-    }
+    """Warnings, deduplicated by category, first message line and origin;
+    paths in messages are cut to their file name (no machine paths, and
+    temporary directories do not split one warning into many)."""
+    seen = set()
+    for w in caught:
+        lines = str(w.message).strip().splitlines()
+        message = _PATH.sub("", lines[0][:200]) if lines else ""
+        seen.add(f"{w.category.__name__}: {message} ({_origin(str(w.filename))}:{w.lineno})")
     return sorted(seen)
 
 

@@ -5,13 +5,11 @@ can kill the interpreter (an ERROR_IF that is not at the graph's last
 operator ends in SIGSEGV while the outputs are copied out). The child imports
 only numpy and the extension (no torch), so it starts in about 0.15 s.
 
-run_tosa_in_child(fb, inputs, timeout=60, **opts) -> list[np.ndarray]
-    Raises TosaRunError (with .status, .errors, .stderr) unless the graph
-    status is TOSA_VALID. The message names the failing operator and its
-    attributes (mapped through :func:`conformance.summaries.summarize_tosa`).
 run_tosa_in_child_ex(fb, inputs, timeout=60, **opts) -> TosaRunResult
-    Never raises for graph problems; returns status, outputs, parsed errors,
-    raw stderr/stdout, return code / signal and timings.
+    Never raises for graph problems; returns status, outputs, parsed errors
+    (naming the failing operator and its attributes, mapped through
+    :func:`conformance.summaries.summarize_tosa`), raw stderr/stdout, return
+    code / signal and timings.
 
 Inputs: list of numpy arrays in the order of the graph's block inputs, NHWC
 for images, dtype matching the TOSA tensor (INT8 -> np.int8, INT16 -> np.int16,
@@ -111,15 +109,6 @@ class TosaRunResult:
         if not self.errors and self.messages:
             parts.append(self.messages[-1])
         return "; ".join(parts)
-
-
-class TosaRunError(RuntimeError):
-    def __init__(self, result: TosaRunResult):
-        super().__init__(result.describe())
-        self.result = result
-        self.status = result.status
-        self.errors = result.errors
-        self.stderr = result.stderr
 
 
 # --------------------------------------------------------------------------
@@ -366,10 +355,3 @@ def run_tosa_in_child_ex(
     _attach_ops(res, summary)
     return res
 
-
-def run_tosa_in_child(fb: bytes, inputs: Sequence[np.ndarray], timeout: float = 60.0, **kw) -> list[np.ndarray]:
-    """Outputs of a TOSA_VALID run; TosaRunError otherwise."""
-    res = run_tosa_in_child_ex(fb, inputs, timeout, **kw)
-    if not res.ok:
-        raise TosaRunError(res)
-    return res.outputs

@@ -234,10 +234,6 @@ def _tail(text: str, lines: int = 25) -> str:
 # ---------------------------------------------------------------------------
 # Scenario building
 # ---------------------------------------------------------------------------
-def _dtype(array) -> str:
-    return str(array.dtype).removeprefix("torch.")
-
-
 def _physical(value, dim_order) -> np.ndarray:
     array = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
     return np.ascontiguousarray(np.transpose(array, dim_order)) if array.ndim > 1 else array

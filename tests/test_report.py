@@ -84,3 +84,18 @@ def test_shards_are_disjoint_cover_everything_and_keep_cases_whole():
     assert first | second == everything
     _, bad = _collected("--vgf-shard", "0/2")
     assert bad.returncode != 0 and "--vgf-shard must be I/N" in bad.stderr
+
+
+def test_export_warnings_are_deduplicated_without_machine_paths():
+    import warnings
+
+    from conformance.runner import _distinct_warnings
+
+    def warning(message, filename):
+        return warnings.WarningMessage(ResourceWarning(message), ResourceWarning, filename, 400)
+
+    caught = [warning(f"unclosed file <name='/tmp/{d}/output_tag0.tosa.vgf'>",
+                      f"/home/{d}/.venv/lib/python3.11/site-packages/executorch/vgf/backend.py")
+              for d in ("a1", "b2")]
+    assert _distinct_warnings(caught) == [
+        "ResourceWarning: unclosed file <name='output_tag0.tosa.vgf'> (executorch/vgf/backend.py:400)"]
