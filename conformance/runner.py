@@ -170,12 +170,11 @@ def run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseRu
     start = time.perf_counter()
     try:
         inputs = case.make_inputs()
+        kwargs = case.export_kwargs()
+        kwargs["disable_workarounds"] = (*kwargs.get("disable_workarounds", ()), *disable_workarounds)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run.result = export_model(
-                case.model(), inputs, artifacts_root=artifacts,
-                disable_workarounds=disable_workarounds, **case.export_kwargs()
-            )
+            run.result = export_model(case.model(), inputs, artifacts_root=artifacts, **kwargs)
         run.warnings = _distinct_warnings(caught)
     except ExportStageError as error:
         run.stage = error.stage

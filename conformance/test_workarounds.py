@@ -21,6 +21,7 @@ import pytest
 
 from conformance.cases import CASES
 from conformance.golden import pte_section
+from conformance.summaries import golden_tosa, summarize_tosa
 from conformance.plugin import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
@@ -45,8 +46,10 @@ def _outcome(case_id: str, root: Path, disabled: tuple[str, ...]) -> str:
     delegates = [f"{d.backend}{compute(d.ops)}" for d in result.report.delegates]
     io = {side: len(v) for side, v in result.io_quant_params.items()}
     layouts = pte_section(result.artifacts.program.read_bytes(), result.edge_program)
+    tosa = [golden_tosa(summarize_tosa(p.read_bytes()))["ops"]
+            for p in result.artifacts.delegate_files() if p.suffix == ".tosa"]
     return (f"delegates {delegates}, cpu {compute(result.report.cpu_ops)}, quantized io {io}, "
-            f"pte layout mismatches {layouts['output_layout_mismatches']}")
+            f"pte layout mismatches {layouts['output_layout_mismatches']}, tosa {tosa}")
 
 
 @pytest.mark.parametrize("name", sorted(n for n in WORKAROUNDS if n != "partition-order"))

@@ -91,3 +91,27 @@ def test_converter_timeout_must_be_a_number(monkeypatch):
     monkeypatch.setenv(patches.CONVERTER_TIMEOUT_ENV, "soon")
     with pytest.raises(ValueError, match="VGF_EXPORT_CONVERTER_TIMEOUT must be a number"):
         patches._converter_timeout()
+
+
+@pytest.mark.parametrize("size_in, size_out, scale", [(7, 10, 1.5), (5, 12, 2.5), (10, 3, 1 / 3), (8, 16, 2.0),
+                                                      (16, 8, 0.5), (12, 18, 1.5)])
+def test_bilinear_scale_factor_encodes_pytorchs_mapping(size_in, size_out, scale):
+    """TOSA RESIZE: in = (out * scale_d + offset) / scale_n must be PyTorch's
+    (out + 0.5) / s - 0.5; for exact multiples it equals the size-ratio encoding."""
+    from fractions import Fraction
+
+    from executorch.backends.arm._passes.rewrite_upsample import RewriteUpsamplePass
+    from vgf_export.patches import _bilinear_parameters_from_scale
+
+    n, d, offset, border = _bilinear_parameters_from_scale(size_in, size_out, scale)
+    s = Fraction(scale).limit_denominator(1000)
+    for y in range(size_out):
+        assert Fraction(y * d + offset, n) == (y + Fraction(1, 2)) / s - Fraction(1, 2)
+    assert border == d * (size_out - 1) - n * (size_in - 1) + offset
+    if size_in * s == size_out:  # exact: the same as ExecuTorch's own encoding
+        real = RewriteUpsamplePass.get_resize_parameters_1d  # patched or not: the patch is off here
+        token = patches.BILINEAR_SCALE_FACTOR.set(False)
+        try:
+            assert tuple(real(size_in, size_out, False, "bilinear", scale)) == (n, d, offset, border)
+        finally:
+            patches.BILINEAR_SCALE_FACTOR.reset(token)

@@ -35,7 +35,7 @@ from vgf_export.grid_sampler_backend import (
     pad_rgb_grid_sampler_channels_pass,
 )
 from vgf_export.partitioner import VgfPartitionerWrapper, make_vgf_partitioner
-from vgf_export.patches import apply_arm_backend_monkey_patch
+from vgf_export.patches import BILINEAR_SCALE_FACTOR, apply_arm_backend_monkey_patch
 from vgf_export.passes import (
     rewrite_large_bilinear_downsample_pass,
     set_tensors_to_channels_last_pass,
@@ -285,103 +285,110 @@ def export_model(
     quantized_output_qspecs = tuple(quantized_output_qspecs)
     module_name_quant_configs = dict(module_name_quant_configs or {})
     disabled = check_disabled(disable_workarounds)
-    _check_arguments(
-        model,
-        example_inputs,
-        quantized_input_qspecs,
-        module_name_quant_configs,
-        enable_pt2e_quantization,
-    )
-    output_count = _probe_eager(model, example_inputs)
-    _check_output_qspecs(quantized_output_qspecs, output_count, enable_pt2e_quantization)
-    paths = _artifacts.prepare(
-        artifacts_root, intermediate_artifacts_root, overwrite=overwrite_artifacts
-    )
-    compile_spec = VgfCompileSpec(TOSA_SPEC).dump_intermediate_artifacts_to(
-        str(paths.intermediates)
-    )
+    # The bilinear-scale-factor workaround is a patch of the Arm backend that
+    # acts per export (off when disabled here).
+    scale_factor_fix = BILINEAR_SCALE_FACTOR.set("bilinear-scale-factor" not in disabled)
+    try:
+        _check_arguments(
+            model,
+            example_inputs,
+            quantized_input_qspecs,
+            module_name_quant_configs,
+            enable_pt2e_quantization,
+        )
+        output_count = _probe_eager(model, example_inputs)
+        _check_output_qspecs(quantized_output_qspecs, output_count, enable_pt2e_quantization)
+        paths = _artifacts.prepare(
+            artifacts_root, intermediate_artifacts_root, overwrite=overwrite_artifacts
+        )
+        compile_spec = VgfCompileSpec(TOSA_SPEC).dump_intermediate_artifacts_to(
+            str(paths.intermediates)
+        )
 
-    stage = _Stage()
-    with stage("export"):
-        exported_program = torch.export.export(model, example_inputs, strict=True)
-        # torch 2.13's module() adds a `_guards_fn` call_module node, which
-        # Arm's annotation passes reject ("call_module is not supported").
-        captured_graph = exported_program.module(check_guards="no-guards-module" in disabled)
-    rewritten_resizes = 0
-    if "resize-split" not in disabled:
-        _, rewritten_resizes = rewrite_large_bilinear_downsample_pass(captured_graph)
-    if verbose and rewritten_resizes:
-        print("Rewrote oversized bilinear downsample nodes before quantization:",
-              rewritten_resizes)
-
-    quantized_input_idxs = [i for i, q in enumerate(quantized_input_qspecs) if q is not None]
-    quantized_output_idxs = [i for i, q in enumerate(quantized_output_qspecs) if q is not None]
-
-    pad_rgb_grid_sampler_channels_pass(captured_graph)
-
-    if enable_pt2e_quantization:
-        with stage("quantize"):
-            quantizer = build_quantizer(
-                compile_spec,
-                input_qspecs=quantized_input_qspecs,
-                output_qspecs=quantized_output_qspecs,
-                grid_sampler_grid_input_qspec=grid_sampler_grid_input_qspec,
-                quantize_grid_sample_output=quantize_grid_sample_output,
-                module_name_quant_configs=module_name_quant_configs,
-            )
-            quantized_graph = quantizer._quantize_with_submodules(
-                captured_graph, calibration_samples=[example_inputs], is_qat=False
-            )
-            exported = torch.export.export(quantized_graph, example_inputs)
-    else:
+        stage = _Stage()
         with stage("export"):
-            exported = torch.export.export(captured_graph, example_inputs, strict=True)
+            exported_program = torch.export.export(model, example_inputs, strict=True)
+            # torch 2.13's module() adds a `_guards_fn` call_module node, which
+            # Arm's annotation passes reject ("call_module is not supported").
+            captured_graph = exported_program.module(check_guards="no-guards-module" in disabled)
+        rewritten_resizes = 0
+        if "resize-split" not in disabled:
+            _, rewritten_resizes = rewrite_large_bilinear_downsample_pass(captured_graph)
+        if verbose and rewritten_resizes:
+            print("Rewrote oversized bilinear downsample nodes before quantization:",
+                  rewritten_resizes)
 
-    with stage("partition"):
-        vgf_partitioner = _StageTrackingPartitioner(
-            make_vgf_partitioner(
-                compile_spec, claim_grid_sampler="grid-sampler-routing" in disabled
-            ),
-            quantized_input_idxs=quantized_input_idxs,
-            quantized_output_idxs=quantized_output_idxs,
-            detag_qdq="qdq-detag" not in disabled,
-            sort_tags="partition-order" not in disabled,
-            stage=stage,
-        )
-        edge_program = to_edge_transform_and_lower(
-            exported,
-            # Channels-last after any RGB->RGBA padding.
-            transform_passes=[set_tensors_to_channels_last_pass],
-            partitioner=[vgf_partitioner],
-            compile_config=EdgeCompileConfig(_check_ir_validity=False),
-        )
-    # A separate lowering: with both partitioners in one call, EXIR would
-    # decompose every op the grid-sampler partitioner does not name, and VGF
-    # cannot take the results (affine_grid -> linspace -> int64 ops).
-    with stage("lower"):
-        edge_program = edge_program.to_backend(GridSamplerOnlyPartitioner())
+        quantized_input_idxs = [i for i, q in enumerate(quantized_input_qspecs) if q is not None]
+        quantized_output_idxs = [i for i, q in enumerate(quantized_output_qspecs) if q is not None]
+
+        pad_rgb_grid_sampler_channels_pass(captured_graph)
+
         if enable_pt2e_quantization:
-            io_quant_params = extract_io_quant_params(
-                edge_program,
-                input_idxs=quantized_input_idxs,
-                output_idxs=quantized_output_idxs,
-            )
+            with stage("quantize"):
+                quantizer = build_quantizer(
+                    compile_spec,
+                    input_qspecs=quantized_input_qspecs,
+                    output_qspecs=quantized_output_qspecs,
+                    grid_sampler_grid_input_qspec=grid_sampler_grid_input_qspec,
+                    quantize_grid_sample_output=quantize_grid_sample_output,
+                    module_name_quant_configs=module_name_quant_configs,
+                )
+                quantized_graph = quantizer._quantize_with_submodules(
+                    captured_graph, calibration_samples=[example_inputs], is_qat=False
+                )
+                exported = torch.export.export(quantized_graph, example_inputs)
         else:
-            io_quant_params = {"inputs": {}, "outputs": {}}
+            with stage("export"):
+                exported = torch.export.export(captured_graph, example_inputs, strict=True)
 
-    report = build_export_report(
-        edge_program, io_quant_params, rewritten_resizes=rewritten_resizes, patches=patches
-    )
-    emit_export_report(report, verbose)
-    with stage("serialize"):
-        _artifacts.write(paths, edge_program, report,
-                         pin_layouts="pte-delegate-layouts" not in disabled)
-    return ExportResult(
-        edge_program,
-        example_inputs,
-        io_quant_params,
-        report,
-        paths,
-        quantized_module=quantized_graph if enable_pt2e_quantization else None,
-        stage_seconds=stage.stop(),
-    )
+        with stage("partition"):
+            vgf_partitioner = _StageTrackingPartitioner(
+                make_vgf_partitioner(
+                    compile_spec, claim_grid_sampler="grid-sampler-routing" in disabled
+                ),
+                quantized_input_idxs=quantized_input_idxs,
+                quantized_output_idxs=quantized_output_idxs,
+                detag_qdq="qdq-detag" not in disabled,
+                sort_tags="partition-order" not in disabled,
+                stage=stage,
+            )
+            edge_program = to_edge_transform_and_lower(
+                exported,
+                # Channels-last after any RGB->RGBA padding.
+                transform_passes=[set_tensors_to_channels_last_pass],
+                partitioner=[vgf_partitioner],
+                compile_config=EdgeCompileConfig(_check_ir_validity=False),
+            )
+        # A separate lowering: with both partitioners in one call, EXIR would
+        # decompose every op the grid-sampler partitioner does not name, and VGF
+        # cannot take the results (affine_grid -> linspace -> int64 ops).
+        with stage("lower"):
+            edge_program = edge_program.to_backend(GridSamplerOnlyPartitioner())
+            if enable_pt2e_quantization:
+                io_quant_params = extract_io_quant_params(
+                    edge_program,
+                    input_idxs=quantized_input_idxs,
+                    output_idxs=quantized_output_idxs,
+                )
+            else:
+                io_quant_params = {"inputs": {}, "outputs": {}}
+
+        report = build_export_report(
+            edge_program, io_quant_params, rewritten_resizes=rewritten_resizes, patches=patches
+        )
+        emit_export_report(report, verbose)
+        with stage("serialize"):
+            _artifacts.write(paths, edge_program, report,
+                             pin_layouts="pte-delegate-layouts" not in disabled)
+        return ExportResult(
+            edge_program,
+            example_inputs,
+            io_quant_params,
+            report,
+            paths,
+            quantized_module=quantized_graph if enable_pt2e_quantization else None,
+            stage_seconds=stage.stop(),
+        )
+    finally:
+        BILINEAR_SCALE_FACTOR.reset(scale_factor_fix)
+

@@ -8,6 +8,7 @@ whose version range excludes the installed ExecuTorch is not applied.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 import types
@@ -133,5 +134,61 @@ register(
         upstream="none filed: vgf_compile() in executorch/backends/arm/vgf/backend.py",
         applies_to=">=1.3",
         apply=_apply_converter_timeout,
+    )
+)
+
+
+#: Whether the bilinear-scale-factor patch acts in the current export (the
+#: "bilinear-scale-factor" workaround; export_model turns it off per export).
+BILINEAR_SCALE_FACTOR = contextvars.ContextVar("bilinear_scale_factor", default=True)
+
+
+def _bilinear_parameters_from_scale(input_size, output_size, scale_factor):
+    """TOSA RESIZE terms of PyTorch's bilinear (align_corners=False) with an
+    explicit factor s: source = (dst + 0.5) / s - 0.5, i.e. scale 2*num/2*den
+    of s = num/den, offset den - num, and the border the spec derives."""
+    import sympy
+
+    ratio = sympy.nsimplify(scale_factor, tolerance=1e-6, rational=True)
+    num, den = (int(v) for v in ratio.as_numer_denom())
+    scale_n, scale_d = 2 * num, 2 * den
+    offset = scale_d // 2 - scale_n // 2
+    border = scale_d * (output_size - 1) - scale_n * (input_size - 1) + offset
+    return scale_n, scale_d, offset, border
+
+
+def _apply_bilinear_scale_factor() -> Callable[[], None]:
+    from executorch.backends.arm._passes.rewrite_upsample import RewriteUpsamplePass
+
+    real = RewriteUpsamplePass.get_resize_parameters_1d
+
+    def parameters(input_size, output_size, align_corners, resize_mode="bilinear", scale_factor=None):
+        if (BILINEAR_SCALE_FACTOR.get() and resize_mode == "bilinear" and not align_corners
+                and scale_factor is not None and isinstance(input_size, int)
+                and isinstance(output_size, int)):
+            return _bilinear_parameters_from_scale(input_size, output_size, scale_factor)
+        return real(input_size, output_size, align_corners, resize_mode, scale_factor)
+
+    RewriteUpsamplePass.get_resize_parameters_1d = staticmethod(parameters)
+
+    def undo() -> None:
+        RewriteUpsamplePass.get_resize_parameters_1d = staticmethod(real)
+
+    return undo
+
+
+register(
+    Patch(
+        name="bilinear-scale-factor",
+        fixes=(
+            "RewriteUpsamplePass encodes a bilinear (align_corners=False) RESIZE from the "
+            "output/input size ratio even when an explicit scale factor is given; PyTorch samples "
+            "with the factor (recompute_scale_factor False/None), so where floor(in * s) is not an "
+            "exact multiple the lowered program samples elsewhere (28 to 194 LSB). The patch encodes "
+            "the factor, as 1.5 already does for nearest (#22437). Exact multiples are unchanged."
+        ),
+        upstream="none filed; reproduction in docs/divergences/bilinear_scale_factor.py",
+        applies_to=">=1.5,<1.6",
+        apply=_apply_bilinear_scale_factor,
     )
 )

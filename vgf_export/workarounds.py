@@ -74,6 +74,15 @@ WORKAROUNDS: dict[str, Workaround] = {
             probes=("grid-rgba-bilinear-zeros-ac0-identity-int8io", "grid-rgb-bilinear-zeros-ac0-rotation-int8io"),
         ),
         Workaround(
+            name="bilinear-scale-factor",
+            what="encodes bilinear (align_corners=False) resizes with an explicit scale factor from "
+            "that factor (the patch of the same name in vgf_export.patches)",
+            without_it="where floor(in * s) is not an exact multiple, the RESIZE samples with the "
+            "size ratio and the lowered program diverges from PyTorch by 28 to 194 LSB",
+            upstream="none filed; docs/divergences.md",
+            probes=("resize-bilinear-ac0-in7x7-s3_2-int8io", "resize-bilinear-ac0-in10x11-s1_3-int8io"),
+        ),
+        Workaround(
             name="no-guards-module",
             what="captures the graph with ExportedProgram.module(check_guards=False)",
             without_it="torch 2.13 adds a _guards_fn call_module node that Arm's annotation "
