@@ -361,7 +361,7 @@ BILINEAR_SCALE_FACTOR_IGNORED = (
     "without the bilinear-scale-factor workaround: bilinear align_corners=False with a scale "
     "factor whose output floor(in * s) is not an exact multiple: the lowering samples with the "
     "out/in size ratio, PyTorch (recompute_scale_factor False/None) with the given factor, so "
-    "pixels are sampled elsewhere (28 to 194 LSB; with recompute_scale_factor=True or a size, "
+    "pixels are sampled elsewhere (24 to 194 LSB; with recompute_scale_factor=True or a size, "
     "the same shapes agree). Nearest honours the factor (pytorch/executorch#22437); bilinear "
     "does not. See docs/divergences.md")
 

@@ -184,7 +184,7 @@ register(
             "RewriteUpsamplePass encodes a bilinear (align_corners=False) RESIZE from the "
             "output/input size ratio even when an explicit scale factor is given; PyTorch samples "
             "with the factor (recompute_scale_factor False/None), so where floor(in * s) is not an "
-            "exact multiple the lowered program samples elsewhere (28 to 194 LSB). The patch encodes "
+            "exact multiple the lowered program samples elsewhere (24 to 194 LSB). The patch encodes "
             "the factor, as 1.5 already does for nearest (#22437). Exact multiples are unchanged."
         ),
         upstream="none filed; reproduction in docs/divergences/bilinear_scale_factor.py",
