@@ -8,4 +8,4 @@ import logging
 for _name in ("torchao", "torch.utils._pytree"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
-pytest_plugins = ("conformance.plugin",)
+pytest_plugins = ("conformance.harness.plugin",)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.golden import GoldenExtension
-from conformance.runner import CaseRun
+from conformance.goldens.store import GoldenExtension
+from conformance.harness.runner import CaseRun
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance.golden import GOLDEN_ROOT, changed_sections, describe_changes
-from conformance.numerics import compare, dequantize, output_quant, quantize_inputs
-from conformance.plugin import record_case
-from conformance.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
-from conformance.vulkan import (
+from conformance.goldens.store import GOLDEN_ROOT, changed_sections, describe_changes
+from conformance.oracles.numerics import compare, dequantize, output_quant, quantize_inputs
+from conformance.harness.plugin import record_case
+from conformance.oracles.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.oracles.vulkan import (
     VulkanRunError,
     VulkanUnavailable,
     rerun_command,

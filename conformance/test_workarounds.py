@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from conformance.cases import CASES
-from conformance.golden import pte_section
-from conformance.summaries import golden_tosa, summarize_tosa
-from conformance.plugin import record_workaround
+from conformance.goldens.store import pte_section
+from conformance.goldens.summaries import golden_tosa, summarize_tosa
+from conformance.harness.plugin import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
 from vgf_export.qdq import is_dq_op, is_q_op
@@ -73,8 +73,8 @@ _EXPORT_GOLDEN = textwrap.dedent("""
     import sys, tempfile
     from pathlib import Path
     from conformance.cases import CASES
-    from conformance.golden import serialize
-    from conformance.runner import run_case
+    from conformance.goldens.store import serialize
+    from conformance.harness.runner import run_case
     run = run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp()), disable_workarounds=sys.argv[2:])
     # A failed export is an outcome too (it differs from one that succeeds).
     print(serialize(run.golden) if run.golden is not None else run.failure.describe())
@@ -112,7 +112,7 @@ _HANGING_EXPORT = textwrap.dedent("""
     import sys, tempfile
     from pathlib import Path
     import torch
-    from conformance.models import Resize
+    from conformance.cases.models import Resize
     from vgf_export import export_model, patches
     patches.disable_patch(sys.argv[1])
     export_model(Resize(scale_factor=0.5, align_corners=False), (torch.rand(1, 4, 8, 8),),

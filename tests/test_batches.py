@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance import batches
-from conformance.vulkan import VulkanCheck, VulkanRunError
+from conformance.harness import batches
+from conformance.oracles.vulkan import VulkanCheck, VulkanRunError
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.cases import CASES, Expectation, STAGES
-from conformance.plugin import _mark_expected_failures, case_params
-from conformance.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
+from conformance.harness.plugin import _mark_expected_failures, case_params
+from conformance.harness.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -100,8 +100,8 @@ _GOLDEN = """
 import sys, tempfile
 from pathlib import Path
 from conformance.cases import CASES
-from conformance.golden import serialize
-from conformance.runner import run_case
+from conformance.goldens.store import serialize
+from conformance.harness.runner import run_case
 print(serialize(run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp())).golden))
 """
 

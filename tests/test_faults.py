@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance import numerics as numerics_module
+from conformance.oracles import numerics as numerics_module
 from conformance import test_cases as suite
 from conformance.cases import CASES
-from conformance.runner import CaseFailure, run_case
-from conformance.vulkan import check_case
+from conformance.harness.runner import CaseFailure, run_case
+from conformance.oracles.vulkan import check_case
 from vgf_export import snorm_qspec
 from vgf_export.partitioner import VgfPartitionerWrapper
 from vgf_export.quantizer import VgfQuantizerWrapper
@@ -134,8 +134,8 @@ def test_a_float_vulkan_tensor_is_held_to_its_own_bound(tmp_path):
 
 @pytest.mark.parametrize("field", ["max_lsb", "outliers"])
 def test_an_outlier_allowance_caps_the_size_of_outliers(field):
-    from conformance.numerics import compare
-    from conformance.tolerances import Bound
+    from conformance.oracles.numerics import compare
+    from conformance.cases.tolerances import Bound
     import torch
 
     expected = torch.zeros(100)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.golden import changed_sections, round_floats, serialize
+from conformance.goldens.store import changed_sections, round_floats, serialize
 
 REPO = Path(__file__).resolve().parent.parent
 
 SUITE = """
 import json, os, pytest
-from conformance.golden import GoldenExtension
+from conformance.goldens.store import GoldenExtension
 
 DATA = json.loads(open(os.environ["GOLDEN_TEST_DATA"]).read())
 

@@ -8,13 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conformance.grid_sampler_reference import grid_sample, run_payload
-from conformance.models import GridSample, Resize
-from conformance.numerics import LoweredProgram, LoweredRunError, compare, quantize_inputs
-from conformance.tolerances import FAMILY_TOLERANCES
+from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
+from conformance.cases.models import GridSample, Resize
+from conformance.oracles.numerics import LoweredProgram, LoweredRunError, compare, quantize_inputs
+from conformance.cases.tolerances import FAMILY_TOLERANCES
 
 DEFAULT = FAMILY_TOLERANCES["resize"]
-from conformance.tosa_reference import run_tosa_in_child_ex
+from conformance.oracles.tosa_reference import run_tosa_in_child_ex
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import GridSamplerPayload
 

@@ -1,4 +1,4 @@
-"""conformance.pte_runtime: the shipped program.pte through ExecuTorch's runtime."""
+"""conformance.oracles.pte_runtime: the shipped program.pte through ExecuTorch's runtime."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from conformance import pte_runtime
+from conformance.oracles import pte_runtime
 from conformance.cases import CASES
-from conformance.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
-from conformance.runner import run_case
+from conformance.oracles.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.harness.runner import run_case
 
 #: Stays on the CPU (the VGF partitioner refuses a 1/16 nearest downscale).
 CPU_CASE = "resize-nearest-down16-int8io"

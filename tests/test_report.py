@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.golden import describe_changes, serialize
-from conformance.report import build_report, main, merge_reports, render_markdown
+from conformance.goldens.store import describe_changes, serialize
+from conformance.harness.report import build_report, main, merge_reports, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,7 +89,7 @@ def test_shards_are_disjoint_cover_everything_and_keep_cases_whole():
 def test_export_warnings_are_deduplicated_without_machine_paths():
     import warnings
 
-    from conformance.runner import _distinct_warnings
+    from conformance.harness.runner import _distinct_warnings
 
     def warning(message, filename):
         return warnings.WarningMessage(ResourceWarning(message), ResourceWarning, filename, 400)

@@ -8,9 +8,9 @@ import sys
 import pytest
 import torch
 
-from conformance import vulkan
-from conformance.models import GridSample
-from conformance.numerics import measure
+from conformance.oracles import vulkan
+from conformance.cases.models import GridSample
+from conformance.oracles.numerics import measure
 from conformance.cases import Case, InputSpec
 from vgf_export import export_model, grid_qspec, image_qspec
 
@@ -99,7 +99,7 @@ def test_case_runs_bit_exact_and_reruns_by_hand(grid_run):
     assert check.problems(0.0) == [] and check.tensors
     command = vulkan.rerun_command(check.scenario)
     assert command.startswith(sys.executable)
-    rerun = subprocess.run([sys.executable, "-m", "conformance.vulkan", str(check.scenario)],
+    rerun = subprocess.run([sys.executable, "-m", "conformance.oracles.vulkan", str(check.scenario)],
                            capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
 
@@ -112,7 +112,7 @@ def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeyp
     vulkan._vgf_bindings.cache_clear()
     scenario = tmp_path / "scenario.json"
     scenario.write_text("{}")
-    with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.vulkan"):
+    with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.oracles.vulkan"):
         vulkan.run_scenario(scenario, timeout=1)
 
 

@@ -36,7 +36,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 #: Where goldens live; VGF_GOLDEN_DIR overrides it (the suite's own tests use that).
 GOLDEN_ROOT = Path(
-    os.environ.get("VGF_GOLDEN_DIR", Path(__file__).resolve().parent.parent / "golden")
+    os.environ.get("VGF_GOLDEN_DIR", Path(__file__).resolve().parents[2] / "golden")
 )
 #: The test function whose snapshots are goldens (syrupy names snapshots by test).
 GOLDEN_TEST = "test_golden"
@@ -189,7 +189,7 @@ def io_section(io_quant_params: dict, edge_program) -> dict:
 
 def build_golden(case, result, numerics: dict | None = None) -> dict:
     """All sections of one case's golden, from its export result."""
-    from conformance.summaries import golden_tosa, golden_vgf, summarize_tosa, summarize_vgf
+    from conformance.goldens.summaries import golden_tosa, golden_vgf, summarize_tosa, summarize_vgf
     from vgf_export.grid_sampler_backend import GridSamplerPayload
 
     report = result.report

@@ -7,7 +7,7 @@ run-specific ``run`` block) and ``workarounds`` (the ledger's verdicts).
 ``report.md`` starts with counts by outcome and by op family, then groups the
 changes against the goldens ("12 resize cases: no longer delegated").
 
-``python -m conformance.report merge OUT DIR...`` merges the reports of
+``python -m conformance.harness.report merge OUT DIR...`` merges the reports of
 several shards into one report of the same format.
 """
 
@@ -103,7 +103,7 @@ def tolerance_margins(cases: list[dict]) -> list[dict]:
     """Per tolerance bound (its source: a family default or a trait) and
     comparison: the bound, how many outputs it covers, the worst observed
     value, its case, and the share of the bound it uses."""
-    from conformance.tolerances import COMPARISONS
+    from conformance.cases.tolerances import COMPARISONS
 
     rows: dict[tuple[str, str], dict] = {}
     for case in cases:
@@ -175,7 +175,7 @@ def merge_reports(reports: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.report")
+    parser = argparse.ArgumentParser(prog="python -m conformance.harness.report")
     sub = parser.add_subparsers(dest="command", required=True)
     merge = sub.add_parser("merge", help="merge shard reports (directories with report.json)")
     merge.add_argument("out", type=Path, help="directory for the merged report.json and report.md")

@@ -7,7 +7,7 @@ e.g. ``resize-bilinear-ac0-down16-int8io``; they name the golden files.
 
 The table is built by the ``_resize_cases`` ... ``_composite_cases``
 generators below; ``CASES`` is the result; ``Case.quick`` marks the pull-request tier.
-Tolerances live in :mod:`conformance.tolerances`, one place for all.
+Tolerances live in :mod:`conformance.cases.tolerances`, one place for all.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from conformance import models
-from conformance.tolerances import COMPARISONS, Tolerance, resolve
+from conformance.cases import models
+from conformance.cases.tolerances import COMPARISONS, Tolerance, resolve
 from vgf_export import snorm_qspec
 
 # ---------------------------------------------------------------------------
@@ -105,7 +105,7 @@ class Case:
     expect: Expectation | None = None
     tolerance: Tolerance | None = None  # overrides the family and trait tolerances
     quick: bool = False
-    #: Properties that loosen tolerances (see conformance.tolerances.TRAITS).
+    #: Properties that loosen tolerances (see conformance.cases.tolerances.TRAITS).
     traits: frozenset[str] = frozenset()
     #: None: the case is expected to be delegated (nothing but Q/DQ on the CPU);
     #: else why every op is expected to stay on the CPU.
@@ -145,7 +145,7 @@ class Case:
         return "int8" if self.quantized else "float32"
 
     def get_tolerance(self, output: int = 0) -> Tolerance:
-        """The tolerance of one output (see conformance.tolerances)."""
+        """The tolerance of one output (see conformance.cases.tolerances)."""
         return self.tolerance or resolve(self.family, self.all_traits, self.output_qspecs[output],
                                          self.quantized)
 

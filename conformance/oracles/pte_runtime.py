@@ -17,7 +17,7 @@ not a dead caller.
   out in memory per the program's dim order first, since the runtime copies
   the bytes it is given without checking their layout.
 
-The child is ``python -m conformance.pte_runtime meta|run ...``; it writes its
+The child is ``python -m conformance.oracles.pte_runtime meta|run ...``; it writes its
 answer to a file (the runtime logs to stdout).
 """
 
@@ -61,7 +61,7 @@ RUNTIME_ERRORS = {
     0x25: "OutOfResources", 0x30: "DelegateInvalidCompatibility",
     0x31: "DelegateMemoryAllocationFailed", 0x32: "DelegateInvalidHandle",
 }
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 _LOG_TAIL_LINES = 15
 #: Program verification on load: "internal" (InternalConsistency: the
 #: flatbuffer is verified; a corrupt program is refused) or "minimal" (the
@@ -282,7 +282,7 @@ def _call(command: str, pte_path: Path, workdir: Path, extra: Sequence[str], *,
           timeout: float, what: str) -> dict[str, Any]:
     answer = workdir / "answer.json"
     proc = _run_child(
-        ["-m", "conformance.pte_runtime", command, str(pte_path), "--out", str(answer), *extra],
+        ["-m", "conformance.oracles.pte_runtime", command, str(pte_path), "--out", str(answer), *extra],
         timeout=timeout, what=what,
     )
     log = _tail(proc.stdout.decode(errors="replace"))
@@ -596,7 +596,7 @@ def _child_run(pte_path: str, input_files: list[str], workdir: Path,
 def _main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m conformance.pte_runtime",
+    parser = argparse.ArgumentParser(prog="python -m conformance.oracles.pte_runtime",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("meta", "run"))
     parser.add_argument("pte")

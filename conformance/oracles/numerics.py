@@ -9,11 +9,11 @@ Four programs per case, on the same seeded inputs:
 * ``fake_quant`` (a): the PT2E-converted module, run in torch;
 * ``lowered`` (b): the exported program, run node by node: each VGF delegate's
   TOSA flatbuffer through the TOSA reference model (in a child process), each
-  grid-sampler delegate through :mod:`conformance.grid_sampler_reference`,
+  grid-sampler delegate through :mod:`conformance.oracles.grid_sampler_reference`,
   and ops left on the CPU in torch.
 
 Errors are in quantization steps (LSB) of each output's quantization; a float
-output is measured in :data:`conformance.tolerances.FLOAT_UNIT`.
+output is measured in :data:`conformance.cases.tolerances.FLOAT_UNIT`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import numpy as np
 import torch
 from torch.fx import Interpreter
 
-from conformance.grid_sampler_reference import run_payload
-from conformance.tolerances import COMPARISONS, FLOAT_UNIT
-from conformance.tosa_reference import run_tosa_in_child_ex
+from conformance.oracles.grid_sampler_reference import run_payload
+from conformance.cases.tolerances import COMPARISONS, FLOAT_UNIT
+from conformance.oracles.tosa_reference import run_tosa_in_child_ex
 from vgf_export.grid_sampler_backend import GridSamplerPayload
 from vgf_export.qdq import is_q_op
 from vgf_export.reports import target_name

@@ -20,7 +20,7 @@ their scenarios): the emulation layer compiles its shaders once per process,
 and that is most of a small scenario's run time. A batch that fails is rerun
 case by case, so a bad case fails alone.
 
-``python -m conformance.vulkan SCENARIO.json`` reruns a saved scenario by hand.
+``python -m conformance.oracles.vulkan SCENARIO.json`` reruns a saved scenario by hand.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def vulkan_stack() -> VulkanStack:
 
 
 def rerun_command(scenario: Path) -> str:
-    return f"{shlex.quote(sys.executable)} -m conformance.vulkan {shlex.quote(str(scenario))}"
+    return f"{shlex.quote(sys.executable)} -m conformance.oracles.vulkan {shlex.quote(str(scenario))}"
 
 
 def run_scenario(scenario: Path, timeout: float = RUN_TIMEOUT) -> float:
@@ -265,7 +265,7 @@ def _vgf_bindings(vgf: Path) -> tuple[list[dict], list[dict]]:
 
 
 class ScenarioBuilder:
-    """Builds the scenario of one run of a :class:`conformance.numerics.LoweredProgram`."""
+    """Builds the scenario of one run of a :class:`conformance.oracles.numerics.LoweredProgram`."""
 
     def __init__(self, program, workdir: Path, vgf_files: dict[int, Path]) -> None:
         self.program = program
@@ -448,7 +448,7 @@ def build_scenario(program, workdir: Path, vgf_files: dict[int, Path]) -> Scenar
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m conformance.vulkan",
+    parser = argparse.ArgumentParser(prog="python -m conformance.oracles.vulkan",
                                      description="Rerun a saved scenario on the Vulkan stack.")
     parser.add_argument("scenario", type=Path)
     args = parser.parse_args(argv)
@@ -537,7 +537,7 @@ def run_case_on_vulkan(numerics, result, workdir: Path) -> VulkanCheck:
 def check_case(builder: ScenarioBuilder, seconds: float, batch: int = 1) -> VulkanCheck:
     """Compare the outputs the runner wrote with the TOSA-reference path,
     tensor by tensor. ``batch``: how many cases shared the runner process."""
-    from conformance.tolerances import FLOAT_UNIT
+    from conformance.cases.tolerances import FLOAT_UNIT
 
     scenario = builder.scenario
     got, expected = builder.outputs(), builder.expected()

@@ -13,7 +13,7 @@ rest separately (``-m quick`` then makes full batches), within the shard of
 - keeps its cases' runs (:class:`Batches`), so a case is still exported once
   although its Vulkan test comes after the other cases' tests;
 - runs its cases' scenarios in one runner process when the first of its
-  Vulkan tests asks (:func:`conformance.vulkan.run_scenarios`: a batch that
+  Vulkan tests asks (:func:`conformance.oracles.vulkan.run_scenarios`: a batch that
   fails is rerun case by case). A case whose batched outputs do not pass is
   rerun alone before it fails, so a failure always comes from the case's own
   scenario, the one its rerun command runs.
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Callable
 
 from conformance.cases import CASES
-from conformance.runner import CaseRun, run_case
-from conformance.vulkan import (
+from conformance.harness.runner import CaseRun, run_case
+from conformance.oracles.vulkan import (
     ScenarioBuilder,
     VulkanCheck,
     VulkanRunError,

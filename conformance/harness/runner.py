@@ -16,8 +16,8 @@ import warnings
 from pathlib import Path
 
 from conformance.cases import STAGES, Case
-from conformance.golden import build_golden
-from conformance.numerics import LoweredRunError, Numerics, measure
+from conformance.goldens.store import build_golden
+from conformance.oracles.numerics import LoweredRunError, Numerics, measure
 from vgf_export import ExportResult, ExportStageError, export_model
 
 #: Lines of an error message kept in failures and reports.

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import batches
-from conformance.report import build_report, write_report
-from conformance.runner import ExpectedStageFailure
+from conformance.harness import batches
+from conformance.harness.report import build_report, write_report
+from conformance.harness.runner import ExpectedStageFailure
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"

@@ -1,0 +1,3 @@
+from conformance.oracles.vulkan import main
+
+raise SystemExit(main())
