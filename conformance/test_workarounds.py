@@ -46,8 +46,8 @@ def _outcome(case_id: str, root: Path, disabled: tuple[str, ...]) -> str:
     delegates = [f"{d.backend}{compute(d.ops)}" for d in result.report.delegates]
     io = {side: len(v) for side, v in result.io_quant_params.items()}
     layouts = pte_section(result.artifacts.program.read_bytes(), result.edge_program)
-    tosa = [golden_tosa(summarize_tosa(p.read_bytes()))["ops"]
-            for p in result.artifacts.delegate_files() if p.suffix == ".tosa"]
+    tosa = [golden_tosa(summarize_tosa(f.path.read_bytes()))["ops"]
+            for f in result.artifacts.delegate_files("tosa")]
     return (f"delegates {delegates}, cpu {compute(result.report.cpu_ops)}, quantized io {io}, "
             f"pte layout mismatches {layouts['output_layout_mismatches']}, tosa {tosa}")
 

@@ -117,14 +117,13 @@ def test_artifacts(exported):
             expected += [f"{i:02d}_vgf.tosa", f"{i:02d}_vgf.vgf"]
         else:
             expected += [f"{i:02d}_grid_sampler.json"]
-    assert [p.name for p in paths.delegate_files()] == expected
+    assert [f.path.name for f in paths.delegate_files()] == expected
     assert json.loads(paths.report.read_text())["delegates"][0]["backend"] == case["delegates"][0][0]
     assert set(json.loads(paths.io_quant_params.read_text())) == {"inputs", "outputs"}
-    for p in paths.delegate_files():
-        if p.suffix == ".json":
-            payload = GridSamplerPayload.from_bytes(p.read_bytes())
-            assert payload.image.shape[1] == 4 and payload.image.memory_format == "channels_last"
-            assert payload.grid.dtype == "int16"
+    for f in paths.delegate_files("json"):
+        payload = GridSamplerPayload.from_bytes(f.path.read_bytes())
+        assert payload.image.shape[1] == 4 and payload.image.memory_format == "channels_last"
+        assert payload.grid.dtype == "int16"
 
 
 def test_split_recorded_in_report(exported):

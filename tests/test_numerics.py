@@ -42,7 +42,7 @@ def grid_export(tmp_path_factory):
         quantized_input_qspecs=[image_qspec(), grid_qspec()],
         quantized_output_qspecs=[image_qspec()],
     )
-    (path,) = [p for p in result.artifacts.delegate_files() if p.suffix == ".json"]
+    (path,) = [f.path for f in result.artifacts.delegate_files("json")]
     return inputs, result, GridSamplerPayload.from_bytes(path.read_bytes())
 
 
@@ -107,7 +107,7 @@ def resize_export(tmp_path_factory):
 
 
 def _tosa(result) -> bytes:
-    (path,) = [p for p in result.artifacts.delegate_files() if p.suffix == ".tosa"]
+    (path,) = [f.path for f in result.artifacts.delegate_files("tosa")]
     return path.read_bytes()
 
 

@@ -63,7 +63,7 @@ def grid_run(tmp_path_factory, stack):
 
 def test_scenario_aliases_images_and_feeds_them_through_the_image(grid_run):
     result, numerics, workdir = grid_run
-    vgf_files = {int(p.name[:2]): p for p in result.artifacts.delegate_files() if p.suffix == ".vgf"}
+    vgf_files = {f.index: f.path for f in result.artifacts.delegate_files("vgf")}
     builder = vulkan.build_scenario(numerics.program, workdir / "build", vgf_files)
     scenario = json.loads((workdir / "build" / "scenario.json").read_text())
     kinds = [next(iter(r)) for r in scenario["resources"]]

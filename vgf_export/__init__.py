@@ -1,7 +1,7 @@
 """Export PyTorch image models to ExecuTorch programs for the Arm VGF backend.
 
 ``export_model`` is the entry point; the modules map one-to-one onto the ideas
-of the reference export script:
+of the reference export script (``export_executorch.py``, see README.md):
 
 * :mod:`vgf_export.qdq`: the SNORM image/grid qspecs and Q/DQ predicates
 * :mod:`vgf_export.quantizer`: the quantizer wrapper (IO and grid_sample qspecs)
@@ -11,19 +11,29 @@ of the reference export script:
 * :mod:`vgf_export.patches`: version-gated Arm backend patches
 * :mod:`vgf_export.reports`: export report and debug logging
 * :mod:`vgf_export.artifacts`: where an export's files go
+* :mod:`vgf_export.names`: backend ids, stages and file names, shared with the suite
+* :mod:`vgf_export.workarounds`: the ledger of workarounds
+
+The public names below are imported on first use, so that a light module
+(``vgf_export.names``) can be read without importing torch and ExecuTorch.
 """
 
-from vgf_export.export import ExportResult, ExportStageError, STAGES, export_model
-from vgf_export.patches import apply_arm_backend_monkey_patch
-from vgf_export.qdq import grid_qspec, image_qspec, snorm_qspec
+import importlib
 
-__all__ = [
-    "ExportResult",
-    "ExportStageError",
-    "STAGES",
-    "apply_arm_backend_monkey_patch",
-    "export_model",
-    "grid_qspec",
-    "image_qspec",
-    "snorm_qspec",
-]
+_PUBLIC = {
+    "ExportResult": "vgf_export.export",
+    "ExportStageError": "vgf_export.export",
+    "STAGES": "vgf_export.names",
+    "export_model": "vgf_export.export",
+    "apply_arm_backend_monkey_patch": "vgf_export.patches",
+    "grid_qspec": "vgf_export.qdq",
+    "image_qspec": "vgf_export.qdq",
+    "snorm_qspec": "vgf_export.qdq",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'vgf_export' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

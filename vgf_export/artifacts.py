@@ -21,9 +21,8 @@ import json
 import shutil
 from pathlib import Path
 
+from vgf_export import names
 from vgf_export.reports import ExportReport, lowered_modules
-
-_BACKEND_FILE_STEM = {"VgfBackend": "vgf", "GridSamplerBackend": "grid_sampler"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,29 +30,22 @@ class ArtifactPaths:
     root: Path
     intermediates: Path
 
-    @property
-    def program(self) -> Path:
-        return self.root / "program.pte"
-
-    @property
-    def delegates(self) -> Path:
-        return self.root / "delegates"
-
-    @property
-    def io_quant_params(self) -> Path:
-        return self.root / "io_quant_params.json"
-
-    @property
-    def report(self) -> Path:
-        return self.root / "report.json"
+    # Where each file goes (names in vgf_export.names).
+    program = property(lambda self: self.root / names.PROGRAM_FILE)
+    delegates = property(lambda self: self.root / names.DELEGATES_DIR)
+    io_quant_params = property(lambda self: self.root / names.IO_QUANT_PARAMS_FILE)
+    report = property(lambda self: self.root / names.REPORT_FILE)
 
     def owned(self) -> list[Path]:
         """Everything an export writes, i.e. what it may replace."""
         return [self.program, self.delegates, self.io_quant_params, self.report,
                 self.intermediates]
 
-    def delegate_files(self) -> list[Path]:
-        return sorted(self.delegates.iterdir()) if self.delegates.is_dir() else []
+    def delegate_files(self, kind: str | None = None) -> list[names.DelegateFile]:
+        """The delegates' files in call order (those of one ``kind``, e.g. "tosa")."""
+        files = [names.DelegateFile.parse(p) for p in sorted(self.delegates.iterdir())] \
+            if self.delegates.is_dir() else []
+        return [f for f in files if kind is None or f.kind == kind]
 
 
 def prepare(
@@ -64,13 +56,13 @@ def prepare(
 ) -> ArtifactPaths:
     root = Path(artifacts_root)
     inter_root = Path(intermediate_artifacts_root) if intermediate_artifacts_root else root
-    paths = ArtifactPaths(root=root, intermediates=inter_root / "vgf_intermediates")
+    paths = ArtifactPaths(root=root, intermediates=inter_root / names.INTERMEDIATES_DIR)
     existing = [p for p in paths.owned() if p.exists()]
     if existing and not overwrite:
-        names = ", ".join(str(p) for p in existing)
+        listed = ", ".join(str(p) for p in existing)
         raise FileExistsError(
             f"artifacts_root {str(root)!r} already holds artifacts of an earlier "
-            f"export ({names}); pass overwrite_artifacts=True to replace them, "
+            f"export ({listed}); pass overwrite_artifacts=True to replace them, "
             "or choose another artifacts_root"
         )
     for p in existing:
@@ -92,9 +84,11 @@ def write(paths: ArtifactPaths, edge_program, report: ExportReport, *, pin_layou
     paths.delegates.mkdir(parents=True, exist_ok=True)
     graph_module = edge_program.exported_program().graph_module
     for index, lowered in enumerate(lowered_modules(graph_module)):
-        stem = f"{index:02d}_{_BACKEND_FILE_STEM.get(lowered.backend_id, lowered.backend_id)}"
-        if lowered.backend_id == "VgfBackend":
-            (paths.delegates / f"{stem}.vgf").write_bytes(lowered.processed_bytes)
+        def target(suffix: str) -> Path:
+            return paths.delegates / names.delegate_file_name(index, lowered.backend_id, suffix)
+
+        if lowered.backend_id == names.VGF_BACKEND:
+            target("vgf").write_bytes(lowered.processed_bytes)
             tag = _delegate_tag(lowered)
             dumped = sorted(paths.intermediates.glob(f"output_{tag}_*.tosa"))
             if len(dumped) != 1:
@@ -102,11 +96,11 @@ def write(paths: ArtifactPaths, edge_program, report: ExportReport, *, pin_layou
                     f"expected one TOSA dump for delegate {tag} in {paths.intermediates}, "
                     f"found {[p.name for p in dumped]}"
                 )
-            shutil.copyfile(dumped[0], paths.delegates / f"{stem}.tosa")
-        elif lowered.backend_id == "GridSamplerBackend":
-            (paths.delegates / f"{stem}.json").write_bytes(lowered.processed_bytes)
+            shutil.copyfile(dumped[0], target("tosa"))
+        elif lowered.backend_id == names.GRID_SAMPLER_BACKEND:
+            target("json").write_bytes(lowered.processed_bytes)
         else:
-            (paths.delegates / f"{stem}.bin").write_bytes(lowered.processed_bytes)
+            target("bin").write_bytes(lowered.processed_bytes)
     paths.io_quant_params.write_text(
         json.dumps(report.io_quant_params, indent=2, sort_keys=True) + "\n"
     )

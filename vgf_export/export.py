@@ -34,6 +34,7 @@ from vgf_export.grid_sampler_backend import (
     GridSamplerOnlyPartitioner,
     pad_rgb_grid_sampler_channels_pass,
 )
+from vgf_export.names import STAGES
 from vgf_export.partitioner import VgfPartitionerWrapper, make_vgf_partitioner
 from vgf_export.patches import BILINEAR_SCALE_FACTOR, apply_arm_backend_monkey_patch
 from vgf_export.passes import (
@@ -52,7 +53,6 @@ from vgf_export.workarounds import check_disabled
 #: Need FP for grid positions and int16 for the SNORM16 grid.
 TOSA_SPEC = "TOSA-1.0+INT+FP+int16"
 
-STAGES = ("export", "quantize", "partition", "lower", "convert", "serialize")
 
 
 class ExportStageError(RuntimeError):

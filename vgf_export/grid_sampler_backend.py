@@ -35,12 +35,13 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.export import ExportedProgram
 from torch.fx import GraphModule, Node
 
+from vgf_export.names import GRID_SAMPLER_BACKEND
 from vgf_export.qdq import is_dq_op, is_q_op
 from vgf_export.quantizer import GRID_SAMPLER_TARGETS
 
 PAYLOAD_FORMAT = "vgf_export.grid_sampler"
 PAYLOAD_VERSION = 1
-BACKEND_ID = "GridSamplerBackend"
+BACKEND_ID = GRID_SAMPLER_BACKEND
 
 #: aten.grid_sampler_2d's integer codes, by position.
 INTERPOLATION_MODES = ("bilinear", "nearest", "bicubic")

@@ -203,13 +203,13 @@ def build_golden(case, result, numerics: dict | None = None) -> dict:
             return {"error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"}
 
     tosa, vgf, grid_sampler = [], [], []
-    for path in result.artifacts.delegate_files():
-        index = int(path.name.split("_", 1)[0])
-        if path.suffix == ".tosa":
+    for file in result.artifacts.delegate_files():
+        index, path = file.index, file.path
+        if file.kind == "tosa":
             tosa.append({"delegate": index, **section(lambda p: golden_tosa(summarize_tosa(p.read_bytes())), path)})
-        elif path.suffix == ".vgf":
+        elif file.kind == "vgf":
             vgf.append({"delegate": index, **section(lambda p: golden_vgf(summarize_vgf(str(p))), path)})
-        elif path.suffix == ".json":
+        elif file.kind == "json":
             grid_sampler.append({"delegate": index, **section(
                 lambda p: GridSamplerPayload.from_bytes(p.read_bytes()).to_dict(), path)})
     golden = {

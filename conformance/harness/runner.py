@@ -18,17 +18,9 @@ from pathlib import Path
 from conformance.cases import STAGES, Case
 from conformance.goldens.store import build_golden
 from conformance.oracles.numerics import LoweredRunError, Numerics, measure
+from conformance.text import tail
 from vgf_export import ExportResult, ExportStageError, export_model
 
-#: Lines of an error message kept in failures and reports.
-TAIL_LINES = 25
-
-
-def tail(text: str, lines: int = TAIL_LINES) -> str:
-    rows = text.strip().splitlines()
-    if len(rows) <= lines:
-        return "\n".join(rows)
-    return "\n".join([f"... ({len(rows) - lines} lines above)"] + rows[-lines:])
 
 
 class ExpectedStageFailure(Exception):

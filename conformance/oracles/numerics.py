@@ -360,11 +360,7 @@ def measure(case, result) -> Numerics:
             _as_list(result.quantized_module(*inputs)) if result.quantized_module else reference
         )
 
-    tosa_files = {
-        int(p.name.split("_", 1)[0]): p.read_bytes()
-        for p in result.artifacts.delegate_files()
-        if p.suffix == ".tosa"
-    }
+    tosa_files = {f.index: f.path.read_bytes() for f in result.artifacts.delegate_files("tosa")}
     program = LoweredProgram(result.edge_program, tosa_files)
     raw = program.run_program(*quantize_inputs(inputs, result.edge_program, result.io_quant_params))
     params = output_quant(result.edge_program, result.io_quant_params)

@@ -523,7 +523,7 @@ class VulkanCheck:
 def prepare_case(numerics, result, workdir: Path) -> ScenarioBuilder:
     """Write the case's scenario (and its inputs) from its TOSA-reference run."""
     vgf_files = {
-        int(p.name.split("_", 1)[0]): p for p in result.artifacts.delegate_files() if p.suffix == ".vgf"
+        f.index: f.path for f in result.artifacts.delegate_files("vgf")
     }
     return build_scenario(numerics.program, workdir, vgf_files)
 

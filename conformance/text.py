@@ -1,0 +1,47 @@
+"""Small text helpers every part of the suite uses, defined once: the tail of
+an error message, floats rounded for goldens and reports, dtype names."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: Lines of an error message (or a tool's output) kept in failures and reports.
+TAIL_LINES = 25
+#: Significant digits of every float in goldens and reports.
+SIGNIFICANT_DIGITS = 6
+
+#: ExecuTorch ScalarType names (``torch._C`` enum ``.name``) as dtype names.
+SCALAR_TYPE_NAMES = {"CHAR": "int8", "SHORT": "int16", "BYTE": "uint8", "INT": "int32"}
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of ``text``, saying how many were cut."""
+    rows = text.strip().splitlines()
+    if len(rows) <= lines:
+        return "\n".join(rows)
+    return "\n".join([f"... ({len(rows) - lines} lines above)"] + rows[-lines:])
+
+
+def round_floats(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
+    """Round every float to ``digits`` significant digits, recursively
+    (non-finite floats become strings: JSON has no inf)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {str(k): round_floats(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [round_floats(v, digits) for v in value]
+    return value
+
+
+def dtype_name(dtype) -> str:
+    """``int8``, ``int16``, ... for a torch dtype, an ExecuTorch ScalarType or a name."""
+    if isinstance(dtype, str):
+        return dtype
+    text = str(dtype)
+    if text.startswith("torch."):
+        return text.removeprefix("torch.")
+    return SCALAR_TYPE_NAMES.get(getattr(dtype, "name", ""), text)
