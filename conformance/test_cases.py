@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from conformance.goldens.store import GOLDEN_ROOT, changed_sections, describe_changes
-from conformance.oracles.numerics import compare, dequantize, output_quant, quantize_inputs
+from conformance.oracles.compare import compare, dequantize
+from conformance.oracles.lowered import output_quant, quantize_inputs
 from conformance.harness.plugin import record_case
 from conformance.oracles.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
 from conformance.oracles.vulkan import (

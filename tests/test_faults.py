@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance.oracles import numerics as numerics_module
+from conformance.oracles import lowered as lowered_module
 from conformance import test_cases as suite
 from conformance.cases import CASES
 from conformance.harness.runner import CaseFailure, run_case
@@ -49,14 +49,14 @@ def test_unbroken_cases_pass_the_checks(tmp_path):
 
 
 def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch):
-    real = numerics_module.run_tosa_in_child_ex
+    real = lowered_module.run_tosa_in_child_ex
 
     def shifted(flatbuffer, inputs, timeout, **options):
         result = real(flatbuffer, inputs, timeout, **options)
         outputs = [np.clip(o.astype(np.int32) + 1, -127, 127).astype(o.dtype) for o in result.outputs]
         return dataclasses.replace(result, outputs=outputs)
 
-    monkeypatch.setattr(numerics_module, "run_tosa_in_child_ex", shifted)
+    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", shifted)
     case_id = "resize-bilinear-ac0-up2-int8io"
     failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
     message = failed["test_numerics_vs_fake_quant"]
@@ -134,7 +134,7 @@ def test_a_float_vulkan_tensor_is_held_to_its_own_bound(tmp_path):
 
 @pytest.mark.parametrize("field", ["max_lsb", "outliers"])
 def test_an_outlier_allowance_caps_the_size_of_outliers(field):
-    from conformance.oracles.numerics import compare
+    from conformance.oracles.compare import compare
     from conformance.cases.tolerances import Bound
     import torch
 

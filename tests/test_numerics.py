@@ -10,7 +10,8 @@ import torch.nn.functional as F
 
 from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
 from conformance.cases.models import GridSample, Resize
-from conformance.oracles.numerics import LoweredProgram, LoweredRunError, compare, quantize_inputs
+from conformance.oracles.compare import compare
+from conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
 from conformance.cases.tolerances import FAMILY_TOLERANCES
 
 DEFAULT = FAMILY_TOLERANCES["resize"]

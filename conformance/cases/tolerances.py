@@ -19,7 +19,7 @@ A case's tolerance is its family default, loosened by its *traits*
 would not loosen anything is refused at import: a bound that cannot act is a
 lie. Bounds are derived from measurement (``report.md`` shows each bound's
 worst observed value and margin). Float outputs are measured in
-:data:`FLOAT_UNIT` (1/127, one SNORM8 step of a [-1, 1] image).
+:data:`conformance.oracles.compare.FLOAT_UNIT` (1/127, one SNORM8 step of a [-1, 1] image).
 
 The Vulkan tier is not a tolerance: integer tensors must be bit-exact with the
 TOSA-reference path; float tensors at delegate boundaries may differ by
@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 
 #: The unit of error for float outputs: one SNORM8 step.
-FLOAT_UNIT = 1.0 / 127.0
 #: One int8 (SNORM8) step in int16 (SNORM16) steps.
 INT8_STEP_IN_INT16 = 32767.0 / 127.0
 #: Slack for float rounding in the error itself (a 1-LSB difference can

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from conformance.cases import STAGES, Case
 from conformance.goldens.store import build_golden
-from conformance.oracles.numerics import LoweredRunError, Numerics, measure
+from conformance.oracles.lowered import LoweredRunError
+from conformance.oracles.numerics import Numerics, measure
 from conformance.text import tail
 from vgf_export import ExportResult, ExportStageError, export_model
 

@@ -537,7 +537,7 @@ def run_case_on_vulkan(numerics, result, workdir: Path) -> VulkanCheck:
 def check_case(builder: ScenarioBuilder, seconds: float, batch: int = 1) -> VulkanCheck:
     """Compare the outputs the runner wrote with the TOSA-reference path,
     tensor by tensor. ``batch``: how many cases shared the runner process."""
-    from conformance.cases.tolerances import FLOAT_UNIT
+    from conformance.oracles.compare import FLOAT_UNIT
 
     scenario = builder.scenario
     got, expected = builder.outputs(), builder.expected()

@@ -1,0 +1,94 @@
+"""Comparing two outputs: error statistics in quantization steps (LSB).
+
+Errors are in quantization steps of each output; a float output is measured
+in :data:`FLOAT_UNIT` (one SNORM8 step of a [-1, 1] image).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+#: The unit of error for float outputs: one SNORM8 step.
+FLOAT_UNIT = 1.0 / 127.0
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Error statistics of ``got`` against ``expected``, in ``unit`` steps."""
+
+    max_lsb: float
+    mean_lsb: float
+    p99_lsb: float  # 99th percentile of |error|
+    bias_lsb: float  # mean signed error: a systematic shift shows here
+    snr_db: float
+    worst_index: tuple[int, ...]
+    worst_expected: float
+    worst_got: float
+    unit: float
+    errors: torch.Tensor = dataclasses.field(repr=False, default=None)  # |error| in LSB
+
+    def fraction_over(self, bound: float) -> float:
+        """Fraction of elements whose error exceeds ``bound`` LSB."""
+        if self.errors is None or not self.errors.numel():
+            return 0.0
+        return float((self.errors > bound).float().mean())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_lsb": round(self.max_lsb, 2),
+            "mean_lsb": round(self.mean_lsb, 3),
+            "p99_lsb": round(self.p99_lsb, 2),
+            "bias_lsb": round(self.bias_lsb, 3),
+            "snr_db": round(self.snr_db, 1) if math.isfinite(self.snr_db) else "inf",
+        }
+
+    def describe(self) -> str:
+        return (
+            f"max {self.max_lsb:.3f} LSB, mean {self.mean_lsb:.3f} LSB, "
+            f"bias {self.bias_lsb:+.3f} LSB, SNR {self.snr_db:.1f} dB; "
+            f"worst at index {list(self.worst_index)}: expected {self.worst_expected:.6g}, "
+            f"got {self.worst_got:.6g} (error {self.max_lsb:.3f} LSB of {self.unit:.6g})"
+        )
+
+
+def compare(expected: torch.Tensor, got: torch.Tensor, unit: float) -> Comparison:
+    """Compare two float tensors of the same logical shape."""
+    if tuple(expected.shape) != tuple(got.shape):
+        raise ValueError(f"shape mismatch: expected {tuple(expected.shape)}, got {tuple(got.shape)}")
+    e = expected.detach().to(torch.float64)
+    g = got.detach().to(torch.float64)
+    signed = (g - e) / unit
+    error = signed.abs()
+    flat = int(torch.argmax(error))
+    index = tuple(int(i) for i in np.unravel_index(flat, tuple(e.shape)))
+    noise = float(((g - e) ** 2).sum())
+    signal = float((e**2).sum())
+    snr = math.inf if noise == 0 else (10 * math.log10(signal / noise) if signal > 0 else -math.inf)
+    return Comparison(
+        max_lsb=float(error.max()) if error.numel() else 0.0,
+        mean_lsb=float(error.mean()) if error.numel() else 0.0,
+        p99_lsb=float(torch.quantile(error.flatten(), 0.99)) if error.numel() else 0.0,
+        bias_lsb=float(signed.mean()) if error.numel() else 0.0,
+        snr_db=snr,
+        worst_index=index,
+        worst_expected=float(e.flatten()[flat]),
+        worst_got=float(g.flatten()[flat]),
+        unit=unit,
+        errors=error,
+    )
+
+
+def output_units(params: list[dict | None]) -> list[float]:
+    """The error unit of each output: its quantization step, or FLOAT_UNIT."""
+    return [p["scale"] if p else FLOAT_UNIT for p in params]
+
+
+def dequantize(q: torch.Tensor, params: dict | None) -> torch.Tensor:
+    if params is None:
+        return q.to(torch.float32)
+    return (q.to(torch.float32) - params["zero_point"]) * params["scale"]
