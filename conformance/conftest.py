@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.goldens.store import GoldenExtension
+from conformance.goldens import GoldenExtension
 from conformance.harness.runner import CaseRun
 
 

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cases import CASES
-from conformance.goldens.store import pte_section
-from conformance.goldens.summaries import golden_tosa, summarize_tosa
+from conformance.goldens import golden_tosa, pte_section, summarize_tosa
 from conformance.harness.plugin import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
@@ -73,7 +72,7 @@ _EXPORT_GOLDEN = textwrap.dedent("""
     import sys, tempfile
     from pathlib import Path
     from conformance.cases import CASES
-    from conformance.goldens.store import serialize
+    from conformance.goldens import serialize
     from conformance.harness.runner import run_case
     run = run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp()), disable_workarounds=sys.argv[2:])
     # A failed export is an outcome too (it differs from one that succeeds).

@@ -1,6 +1,8 @@
 """Goldens under pytest-xdist: --snapshot-update writes only what changed,
 loses nothing, and unused goldens are reported (and removed only on a full
-update). Runs a small stand-in suite with the real GoldenExtension."""
+update); the golden directory does not depend on the test module's name.
+Runs a small stand-in suite with the real GoldenExtension, its goldens in a
+temporary directory named by VGF_GOLDEN_DIR."""
 
 import json
 import os
@@ -8,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.goldens.store import changed_sections, round_floats, serialize
+from conformance.goldens import changed_sections, serialize
+from conformance.text import round_floats
 
 REPO = Path(__file__).resolve().parent.parent
 
 SUITE = """
 import json, os, pytest
-from conformance.goldens.store import GoldenExtension
+from conformance.goldens import GoldenExtension
 
 DATA = json.loads(open(os.environ["GOLDEN_TEST_DATA"]).read())
 
@@ -36,7 +39,7 @@ def test_other(case):
 
 @pytest.fixture
 def suite(pytester, tmp_path, monkeypatch):
-    golden_dir = tmp_path / "golden"
+    golden_dir = tmp_path / "golden" / "cases"
     data_file = tmp_path / "data.json"
     monkeypatch.setenv("VGF_GOLDEN_DIR", str(golden_dir))
     monkeypatch.setenv("GOLDEN_TEST_DATA", str(data_file))
@@ -54,7 +57,7 @@ def suite(pytester, tmp_path, monkeypatch):
         )
 
     def files():
-        return {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in (golden_dir / "test_cases").glob("*.json")}
+        return {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in golden_dir.glob("*.json")}
 
     return run, files
 
@@ -105,6 +108,24 @@ def test_unused_goldens_are_reported_and_only_removed_on_a_full_update(suite):
     assert "case-gone.json" in files()
     assert run(data, "--snapshot-update").ret == 0  # full: removes it
     assert sorted(files()) == ["case-one.json", "case-two.json"]
+
+
+def test_goldens_do_not_depend_on_the_test_module_name(suite, pytester):
+    run, files = suite
+    data = {c: {"graph": [c]} for c in ("case-one", "case-two")}
+    assert run(data, "--snapshot-update").ret == 0
+    before = files()
+    assert sorted(before) == ["case-one.json", "case-two.json"]  # directly in VGF_GOLDEN_DIR
+    (pytester.path / "test_cases.py").rename(pytester.path / "test_renamed.py")
+    result = run(data)
+    assert result.ret == 0  # the same goldens, none unused, none new
+    result.stdout.fnmatch_lines(["*2 snapshots passed*"])
+    assert "unused" not in result.stdout.str()
+    del data["case-two"]
+    result = run(data)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*1 snapshot unused*"])
+    assert files() == before
 
 
 def test_serialized_goldens_are_sorted_and_rounded():

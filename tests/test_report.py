@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.goldens.store import describe_changes, serialize
+from conformance.goldens import describe_changes, serialize
 from conformance.harness.report import build_report, main, merge_reports, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,0 +1,119 @@
+"""A VGF file as a condensed, JSON-serialisable summary, from ``vgf_dump``.
+
+``summarize_vgf(path)`` runs the ``vgf_dump`` binary shipped in
+ai-ml-sdk-vgf-library and condenses its JSON: the model sequence's segments,
+their modules and bindings (resource category, Vulkan format, shape), and the
+constants. No file paths. The ``vgf`` section of a golden keeps part of it
+(:func:`conformance.goldens.sections.golden_vgf`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from conformance.text import tail
+
+
+def find_vgf_dump() -> str:
+    """Prefer the native binary inside vgf_lib (the venv's bin/vgf_dump is a
+    Python console-script shim that just re-execs it, ~+0.1 s)."""
+    try:
+        spec = importlib.util.find_spec("vgf_lib")
+        if spec and spec.submodule_search_locations:
+            cand = os.path.join(list(spec.submodule_search_locations)[0], "binaries", "bin", "vgf_dump")
+            if os.path.isfile(cand) and os.access(cand, os.X_OK):
+                return cand
+    except Exception:
+        pass
+    cand = os.path.join(os.path.dirname(sys.executable), "vgf_dump")
+    if os.path.isfile(cand):
+        return cand
+    w = shutil.which("vgf_dump")
+    if w:
+        return w
+    raise FileNotFoundError("vgf_dump not found (pip install ai-ml-sdk-vgf-library)")
+
+
+def vgf_dump_json(path: str, timeout: float = 60) -> dict:
+    """``vgf_dump``'s JSON description of a VGF file."""
+    exe = find_vgf_dump()
+    p = subprocess.run([exe, "--input", path, "--output", "-"], capture_output=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"vgf_dump failed rc={p.returncode}: {tail(p.stderr.decode(errors='replace'))}")
+    return json.loads(p.stdout)
+
+
+def _descriptor_set(index: int, info, binding) -> dict:
+    # vgf_dump 0.11 writes {"set_index", "bindings"}; 0.9 a bare list of bindings.
+    if isinstance(info, list):
+        return {"set": index, "bindings": [binding(b) for b in info]}
+    return {"set": info.get("set_index"), "bindings": [binding(b) for b in info.get("bindings", [])]}
+
+
+def summarize_vgf(path: str) -> dict:
+    """Condensed VGF description: module/segment sequence, bindings with
+    resource category/format/shape, constants. No file paths."""
+    d = vgf_dump_json(path)
+    resources = {r["index"]: r for r in d.get("resources", [])}
+    modules = {m["index"]: m for m in d.get("modules", [])}
+    consts = {c["index"]: c for c in d.get("constants", [])}
+
+    def res(mrt_index):
+        r = resources.get(mrt_index, {})
+        out = {"category": r.get("category"), "vk_format": r.get("vk_format"),
+               "shape": r.get("shape"), "descriptor_type": r.get("vk_descriptor_type")}
+        if r.get("stride"):
+            out["stride"] = r["stride"]
+        return out
+
+    def binding(b):
+        x = {"binding": b.get("binding")}
+        x.update(res(b.get("mrt_index")))
+        return x
+
+    ms = d.get("model_sequence", {})
+    segs = []
+    for s in ms.get("segments", []):
+        m = modules.get(s.get("module_index"), {})
+        seg = {
+            "index": s.get("index"),
+            "type": s.get("type"),
+            "name": s.get("name"),
+            "module": {
+                "type": m.get("type"), "name": m.get("name"), "entry_point": m.get("entry_point"),
+                "shader_type": m.get("shader_type"), "has_code": m.get("shader_code_available"),
+            },
+            "inputs": [binding(b) for b in s.get("inputs", [])],
+            "outputs": [binding(b) for b in s.get("outputs", [])],
+            "descriptor_sets": [_descriptor_set(i, ds, binding)
+                                for i, ds in enumerate(s.get("descriptor_set_infos", []))],
+            "constants": [
+                {"shape": res(consts.get(ci, {}).get("mrt_index")).get("shape"),
+                 "vk_format": res(consts.get(ci, {}).get("mrt_index")).get("vk_format"),
+                 "sparsity_dimension": consts.get(ci, {}).get("sparsity_dimension")}
+                for ci in s.get("constants", [])
+            ],
+            "dispatch_shape": s.get("dispatch_shape"),
+            "push_constant_ranges": len(s.get("push_constant_ranges", [])),
+        }
+        segs.append(seg)
+    cats: dict[str, int] = {}
+    for r in resources.values():
+        cats[r.get("category")] = cats.get(r.get("category"), 0) + 1
+    h = d.get("header", {})
+    return {
+        "format": "vgf",
+        "vgf_version": f"{h.get('major')}.{h.get('minor')}.{h.get('patch')}",
+        "segment_sequence": [f"{s['type']}:{s['module']['entry_point']}" for s in segs],
+        "inputs": [dict(name=b.get("name"), **binding(b)) for b in ms.get("inputs", [])],
+        "outputs": [dict(name=b.get("name"), **binding(b)) for b in ms.get("outputs", [])],
+        "segments": segs,
+        "resource_counts": dict(sorted(cats.items())),
+        "constants_count": len(consts),
+        "modules_count": len(modules),
+    }
