@@ -1,4 +1,4 @@
-"""conformance.oracles.pte_runtime: the shipped program.pte through ExecuTorch's runtime."""
+"""conformance.oracles.pte: the shipped program.pte through ExecuTorch's runtime."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.oracles import pte_runtime
 from conformance.cases import CASES
-from conformance.oracles.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.oracles.pte import PteMeta, PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.oracles.pte import reader, runtime
 from conformance.harness.runner import run_case
 
 #: Stays on the CPU (the VGF partitioner refuses a 1/16 nearest downscale).
@@ -107,7 +107,7 @@ def test_fast_reader_agrees_with_exir_deserialization(exported):
 
     for run in exported.values():
         buffer = run.result.artifacts.program.read_bytes()
-        plan = pte_runtime._read_plan(buffer)
+        plan = reader.read_plan(buffer)
         reference = deserialize_pte_binary(buffer).program.execution_plan[0]
         tensors = {i: v.val for i, v in enumerate(reference.values) if hasattr(v.val, "dim_order")}
         assert set(plan["values"]) == set(tensors)
@@ -194,14 +194,14 @@ def test_a_native_crash_is_an_error_not_a_dead_caller(tmp_path, exported):
 
 def test_child_crash_and_timeout_are_reported():
     with pytest.raises(PteRuntimeError, match=r"crashed \(SIGSEGV\)"):
-        pte_runtime._run_child(
+        runtime._run_child(
             ["-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
             timeout=30, what="probe",
         )
     with pytest.raises(PteRuntimeError, match="timed out after 1 s"):
-        pte_runtime._run_child(["-c", "import time; time.sleep(30)"], timeout=1, what="probe")
+        runtime._run_child(["-c", "import time; time.sleep(30)"], timeout=1, what="probe")
 
 
 def test_meta_round_trips_through_json(grid_meta):
-    again = pte_runtime.PteMeta.from_dict(json.loads(json.dumps(grid_meta.to_dict())))
+    again = PteMeta.from_dict(json.loads(json.dumps(grid_meta.to_dict())))
     assert again == grid_meta

@@ -1,18 +1,23 @@
 """The Vulkan tier's machinery: environment, scenario building, runs, failures."""
 
+import ctypes.util
 import json
 import stat
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from conformance.oracles import vulkan
+from conformance.oracles.vulkan import runner as vulkan_runner
+from conformance.oracles.vulkan import scenario as vulkan_scenario
 from conformance.cases.models import GridSample
 from conformance.oracles.numerics import measure
 from conformance.cases import Case, InputSpec
 from vgf_export import export_model, grid_qspec, image_qspec
+from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +30,7 @@ def stack():
 
 def test_missing_loader_names_what_to_install(monkeypatch):
     vulkan.vulkan_stack.cache_clear()
-    monkeypatch.setattr(vulkan.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
     try:
         with pytest.raises(vulkan.VulkanUnavailable, match="libvulkan1 mesa-vulkan-drivers"):
             vulkan.vulkan_stack()
@@ -40,6 +45,13 @@ def test_graph_layer_directory_comes_first(stack):
     assert manifest["layer"]["name"] == "VK_LAYER_ML_Graph_Emulation"
     assert manifest["layer"]["library_path"].startswith("/")
     assert "lvp_icd" in stack.env["VK_ICD_FILENAMES"]
+
+
+def test_each_delegate_backend_has_its_way_into_a_scenario(tmp_path):
+    assert set(vulkan.DELEGATES) == {VGF_BACKEND, GRID_SAMPLER_BACKEND}
+    program = SimpleNamespace(calls=[SimpleNamespace(index=0, backend="OtherBackend")], values={})
+    with pytest.raises(ValueError, match="delegate 0: no Vulkan path for backend OtherBackend"):
+        vulkan.build_scenario(program, tmp_path, {})
 
 
 GRID_CASE = Case(
@@ -108,8 +120,8 @@ def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeyp
     fake = tmp_path / "scenario-runner"
     fake.write_text("#!/bin/sh\necho starting\nexec sleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(vulkan, "vulkan_stack", lambda: vulkan.VulkanStack(runner=fake, env=stack.env))
-    vulkan._vgf_bindings.cache_clear()
+    monkeypatch.setattr(vulkan_runner, "vulkan_stack", lambda: vulkan.VulkanStack(runner=fake, env=stack.env))
+    vulkan_scenario._vgf_bindings.cache_clear()
     scenario = tmp_path / "scenario.json"
     scenario.write_text("{}")
     with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.oracles.vulkan"):

@@ -1,4 +1,5 @@
-"""Comparing two outputs: error statistics in quantization steps (LSB).
+"""Comparing two outputs: error statistics in quantization steps (LSB), and
+the :class:`Bound` a comparison is held to.
 
 Errors are in quantization steps of each output; a float output is measured
 in :data:`FLOAT_UNIT` (one SNORM8 step of a [-1, 1] image).
@@ -15,6 +16,9 @@ import torch
 
 #: The unit of error for float outputs: one SNORM8 step.
 FLOAT_UNIT = 1.0 / 127.0
+#: Slack for float rounding in the error itself (a 1-LSB difference can
+#: measure 1.0000001 LSB after dequantization).
+EPSILON = 1e-3
 
 
 @dataclasses.dataclass
@@ -92,3 +96,41 @@ def dequantize(q: torch.Tensor, params: dict | None) -> torch.Tensor:
     if params is None:
         return q.to(torch.float32)
     return (q.to(torch.float32) - params["zero_point"]) * params["scale"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """What one comparison of one output may show."""
+
+    max_lsb: float
+    #: Limit of the mean signed error (a systematic shift); None: not bounded.
+    bias_lsb: float | None = None
+    #: Fraction of elements allowed beyond ``max_lsb`` ...
+    outliers: float = 0.0
+    #: ... and the bound none of them may exceed (required with ``outliers``).
+    outlier_max_lsb: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.outliers and self.outlier_max_lsb is None:
+            raise ValueError("a Bound with outliers needs outlier_max_lsb: an outlier allowance "
+                             "without a magnitude cap cannot fail")
+
+    def scaled(self, factor: float) -> "Bound":
+        return dataclasses.replace(
+            self, max_lsb=self.max_lsb * factor,
+            bias_lsb=None if self.bias_lsb is None else self.bias_lsb * factor,
+            outlier_max_lsb=None if self.outlier_max_lsb is None else self.outlier_max_lsb * factor)
+
+    def problems(self, comparison) -> list[str]:
+        problems = []
+        over = comparison.fraction_over(self.max_lsb + EPSILON)
+        if over > self.outliers:
+            problems.append(
+                f"max error {comparison.max_lsb:.3f} LSB > {self.max_lsb:g} LSB"
+                + (f" on {over:.1%} of elements (allowed {self.outliers:.1%})" if self.outliers else ""))
+        if self.outliers and comparison.max_lsb > self.outlier_max_lsb + EPSILON:
+            problems.append(f"max error {comparison.max_lsb:.3f} LSB > the outlier cap "
+                            f"{self.outlier_max_lsb:g} LSB")
+        if self.bias_lsb is not None and abs(comparison.bias_lsb) > self.bias_lsb + EPSILON:
+            problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{self.bias_lsb:g} LSB")
+        return problems

@@ -1,0 +1,190 @@
+"""The parent side of the runtime child: everything that touches the native
+runtime runs in ``python -m conformance.oracles.pte meta|run ...`` with a
+timeout, so a corrupt program that crashes the runtime becomes a
+:class:`PteRuntimeError` naming the signal, not a dead caller. The child
+writes its answer to a file (the runtime logs to stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from conformance.oracles.pte.meta import PteMeta
+from conformance.text import tail
+
+#: The module the child runs (``python -m``): :mod:`conformance.oracles.pte.__main__`.
+CHILD_MODULE = "conformance.oracles.pte"
+#: executorch::runtime::Error (runtime/core/error.h), for readable messages:
+#: the pybindings report e.g. "Failed to load program, error: 0x:23".
+RUNTIME_ERRORS = {
+    0x01: "Internal", 0x02: "InvalidState", 0x03: "EndOfMethod", 0x04: "AlreadyLoaded",
+    0x10: "NotSupported", 0x11: "NotImplemented", 0x12: "InvalidArgument",
+    0x13: "InvalidType", 0x14: "OperatorMissing", 0x15: "RegistrationExceedingMaxKernels",
+    0x16: "RegistrationAlreadyRegistered", 0x20: "NotFound", 0x21: "MemoryAllocationFailed",
+    0x22: "AccessFailed", 0x23: "InvalidProgram", 0x24: "InvalidExternalData",
+    0x25: "OutOfResources", 0x30: "DelegateInvalidCompatibility",
+    0x31: "DelegateMemoryAllocationFailed", 0x32: "DelegateInvalidHandle",
+}
+#: The repository (conformance/oracles/pte/runtime.py is four levels down),
+#: on the child's PYTHONPATH.
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+#: Lines of the child's output kept in a PteRuntimeError.
+LOG_TAIL_LINES = 15
+#: Program verification on load: "internal" (InternalConsistency: the
+#: flatbuffer is verified; a corrupt program is refused) or "minimal" (the
+#: runtime's default for ``_load_program``: a corrupt program can crash it).
+VERIFICATIONS = {"internal": "InternalConsistency", "minimal": "Minimal"}
+
+
+class PteRuntimeError(RuntimeError):
+    """The runtime refused the program, crashed on it or timed out.
+
+    ``returncode`` is the child's exit status (negative: killed by that
+    signal; None: timed out), ``log`` the tail of its output."""
+
+    def __init__(self, message: str, *, returncode: int | None = None, log: str = "") -> None:
+        self.returncode = returncode
+        self.log = log
+        super().__init__(message + (f"\n--- runtime log tail ---\n{log}" if log else ""))
+
+
+def _log_tail(text: str) -> str:
+    return tail(text, lines=LOG_TAIL_LINES)
+
+
+def _name_error_codes(message: str) -> str:
+    """Append the runtime's name for an "error: 0x:23"-style code."""
+
+    def named(match: "re.Match[str]") -> str:
+        name = RUNTIME_ERRORS.get(int(match.group(1), 16))
+        return f"{match.group(0)} ({name})" if name else match.group(0)
+
+    return re.sub(r"error: 0x:?([0-9a-fA-F]+)", named, message)
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(_REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
+    # One program at a time, on a machine whose cores are shared.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _run_child(args: Sequence[str], *, timeout: float, what: str) -> subprocess.CompletedProcess:
+    """Run ``python <args>`` with a timeout; a timeout or a death by signal
+    raises PteRuntimeError naming ``what``."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=_child_env(),
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as error:
+        out = error.stdout.decode(errors="replace") if error.stdout else ""
+        raise PteRuntimeError(
+            f"{what}: the runtime child timed out after {timeout:g} s (killed)",
+            returncode=None, log=_log_tail(out),
+        ) from None
+    if proc.returncode < 0:
+        raise PteRuntimeError(
+            f"{what}: the runtime child crashed ({_signal_name(proc.returncode)})",
+            returncode=proc.returncode, log=_log_tail(proc.stdout.decode(errors="replace")),
+        )
+    return proc
+
+
+def _call(command: str, pte_path: Path, workdir: Path, extra: Sequence[str], *,
+          timeout: float, what: str) -> dict[str, Any]:
+    answer = workdir / "answer.json"
+    proc = _run_child(
+        ["-m", CHILD_MODULE, command, str(pte_path), "--out", str(answer), *extra],
+        timeout=timeout, what=what,
+    )
+    log = _log_tail(proc.stdout.decode(errors="replace"))
+    if not answer.exists():
+        raise PteRuntimeError(
+            f"{what}: the runtime child exited with status {proc.returncode} and no answer",
+            returncode=proc.returncode, log=log,
+        )
+    data = json.loads(answer.read_text())
+    error = data.get("error")
+    if error:
+        message = f"{what}: {error['type']}: {_name_error_codes(error['message'])}"
+        if error.get("kind") == "input":
+            raise ValueError(message)
+        if not error["type"] == "RuntimeError":  # a bug here rather than a refusal
+            log = "\n".join(filter(None, [log, _log_tail(error.get("traceback", ""))]))
+        raise PteRuntimeError(message, returncode=proc.returncode, log=log)
+    return data
+
+
+def _program_path(pte_path: str | Path, verification: str) -> Path:
+    """``pte_path`` as a Path, once the arguments are known to be good."""
+    if verification not in VERIFICATIONS:
+        raise ValueError(f"verification must be one of {sorted(VERIFICATIONS)}, got {verification!r}")
+    path = Path(pte_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no program at {path}")
+    return path
+
+
+def load_pte_meta(pte_path: str | Path, timeout: float = 60, *,
+                  verification: str = "internal") -> PteMeta:
+    """Load ``pte_path`` with the ExecuTorch runtime in a child process and
+    describe its ``forward`` method (see :class:`PteMeta`). Raises
+    :class:`PteRuntimeError` when the runtime refuses the program, crashes on
+    it, or takes longer than ``timeout`` seconds."""
+    path = _program_path(pte_path, verification)
+    with tempfile.TemporaryDirectory(prefix="pte-meta-") as tmp:
+        data = _call("meta", path, Path(tmp), ["--verification", verification],
+                     timeout=timeout, what=f"loading {path}")
+    return PteMeta.from_dict(data["meta"])
+
+
+def run_cpu_program(
+    pte_path: str | Path, inputs: Sequence[np.ndarray], timeout: float = 60, *,
+    verification: str = "internal",
+) -> list[np.ndarray]:
+    """Execute ``forward`` of ``pte_path`` on ``inputs`` in a child process.
+
+    ``inputs`` are logical arrays (indexed as in PyTorch, e.g. NCHW) of the
+    program's dtypes and sizes; each is laid out in memory per the program's
+    dim order before it is handed to the runtime. Returns the outputs as
+    logical, C-contiguous arrays. For programs without delegates, or whose
+    delegates' backends the installed runtime registers; anything else raises
+    :class:`PteRuntimeError` before executing. Inputs of the wrong count,
+    dtype or sizes raise ``ValueError``.
+    """
+    path = _program_path(pte_path, verification)
+    with tempfile.TemporaryDirectory(prefix="pte-run-") as tmp:
+        workdir = Path(tmp)
+        names = []
+        for i, array in enumerate(inputs):
+            name = workdir / f"input{i}.npy"
+            np.save(name, np.asarray(array), allow_pickle=False)
+            names.append(str(name))
+        data = _call("run", path, workdir,
+                     ["--verification", verification, "--inputs", *names],
+                     timeout=timeout, what=f"running {path}")
+        return [np.load(p, allow_pickle=False) for p in data["outputs"]]
