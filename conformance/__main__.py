@@ -1,4 +1,4 @@
-"""``python -m conformance [--quick] [--family F]``: list the cases.
+"""``python -m conformance [--quick] [--family F] [--families]``: list the cases.
 
 One line per case: id, family, quick tier, and the expected failure if any.
 """
@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import argparse
 
-from conformance.cases import CASES
+from conformance.cases import BUILTIN_FAMILIES, CASES
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="only the pull-request tier")
-    parser.add_argument("--family", help="only this op family (resize, grid_sample, composite)")
+    families = [f.name for f in BUILTIN_FAMILIES]
+    parser.add_argument("--family", help=f"only this op family ({', '.join(families)})")
+    parser.add_argument("--families", action="store_true", help="list the op families, not the cases")
     args = parser.parse_args(argv)
-    families = sorted({c.family for c in CASES.values()})
+    if args.families:
+        for family in BUILTIN_FAMILIES:
+            count = sum(c.family == family.name for c in CASES.values())
+            print(f"{family.name:12s} {count:4d} cases, {len(family.quick):3d} quick  {family.summary}")
+        return 0
     if args.family and args.family not in families:
         parser.error(f"--family must be one of {families}, got {args.family!r}")
     shown = 0

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance.goldens.store import GOLDEN_ROOT, changed_sections, describe_changes
+from conformance.goldens import changed_sections, describe_changes, golden_path
 from conformance.oracles.compare import compare, dequantize
 from conformance.oracles.lowered import output_quant, quantize_inputs
+from conformance.oracles.references import ORACLES
 from conformance.harness.plugin import record_case
-from conformance.oracles.pte_runtime import PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.oracles.pte import PteRuntimeError, load_pte_meta, run_cpu_program
 from conformance.oracles.vulkan import (
     VulkanRunError,
     VulkanUnavailable,
@@ -26,14 +27,14 @@ from vgf_export.qdq import is_qdq_name
 
 
 def _stored_golden(case_run) -> Path:
-    return GOLDEN_ROOT / Path(__file__).stem / f"{case_run.case.id}.json"
+    return golden_path(case_run.case.id)
 
 
 def test_export(case_run, request):
     """The export reaches the end of the flow (or fails as expected)."""
     stored = _stored_golden(case_run)
     changes = []
-    if case_run.golden is None and stored.exists():
+    if case_run.result is None and stored.exists():
         changes = describe_changes(stored.read_text(), None, case_run.stage)
     record_case(request, case_run, changes=changes)
     case_run.require_export()
@@ -41,13 +42,12 @@ def test_export(case_run, request):
 
 def test_golden(case_run, golden, request):
     """Graph structure, delegation, quantization, TOSA and VGF match the golden."""
-    case_run.require_export()
+    current = case_run.require_golden()
     stored = _stored_golden(case_run)
     stored_text = stored.read_text() if stored.exists() else None
-    changed = changed_sections(stored_text, case_run.golden)
-    record_case(request, case_run, golden_changed=changed,
-                changes=describe_changes(stored_text, case_run.golden))
-    assert golden == case_run.golden, (
+    changed = changed_sections(stored_text, current)
+    record_case(request, case_run, golden_changed=changed, changes=describe_changes(stored_text, current))
+    assert golden == current, (
         f"golden of {case_run.case.id} changed in sections {changed} ({stored}).\n"
         "If the change is intended, accept it with:\n"
         f"  scripts/conformance.sh -k '{case_run.case.id}' --snapshot-update"
@@ -73,31 +73,34 @@ def test_delegation(case_run, request):
         "stays_on_cpu with the reason in the case table.")
 
 
-def _check_outputs(case_run, request, what: str) -> None:
+def _check_outputs(case_run, request, oracle) -> None:
     numerics = case_run.require_numerics()
     record_case(request, case_run)
     failures = [
         f"output {i}: {message}"
-        for i, comparison in enumerate(numerics.comparisons[what])
-        if (message := case_run.case.get_tolerance(i).check(comparison, what))
+        for i, comparison in enumerate(numerics.comparisons[oracle.name])
+        if (message := case_run.case.get_tolerance(i).check(comparison, oracle.name))
     ]
     if failures:
-        case_run.fail_numerics(what, "\n".join(failures))
+        case_run.fail_check(oracle.name, f"the lowered program (TOSA reference) against {oracle.what}",
+                            "\n".join(failures))
 
 
-def test_numerics_vs_fake_quant(case_run, request):
-    """The lowered program agrees with the PT2E fake-quantized program."""
-    _check_outputs(case_run, request, "vs_fake_quant")
+def _numerics_test(oracle):
+    def test(case_run, request):
+        _check_outputs(case_run, request, oracle)
+
+    test.__name__ = test.__qualname__ = oracle.test_name
+    test.__doc__ = f"The lowered program agrees with {oracle.what}, within the case's bound."
+    return test
 
 
-def test_numerics_vs_float_dq(case_run, request):
-    """The lowered program agrees with the float model on the dequantized inputs."""
-    _check_outputs(case_run, request, "vs_float_dq")
+def numerics_tests() -> dict:
+    """One test per oracle (``test_numerics_vs_fake_quant``, ...), from its registry entry."""
+    return {oracle.test_name: _numerics_test(oracle) for oracle in ORACLES.values()}
 
 
-def test_numerics_vs_float(case_run, request):
-    """The lowered program stays within the stated bound of the float model."""
-    _check_outputs(case_run, request, "vs_float")
+globals().update(numerics_tests())
 
 
 def test_pte(case_run, request):

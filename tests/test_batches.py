@@ -87,14 +87,13 @@ class FakeStack:
         self.nondeterministic = False
         plan = {"a": "b1", "b": "b1", "nothing": "b1", "c": "b2"}
         items = [_item("test_vulkan", c) for c in ("a", "b", "nothing", "c")]
-        monkeypatch.setattr(batches, "CASES", {c: c for c in plan})
         monkeypatch.setattr(batches, "run_case", self.run_case)
         monkeypatch.setattr(batches, "prepare_case", lambda numerics, result, workdir: SimpleNamespace(
             scenario=workdir / "scenario.json"))
         monkeypatch.setattr(batches, "run_scenarios", self.run_scenarios)
         monkeypatch.setattr(batches, "run_scenario", self.run_scenario)
         monkeypatch.setattr(batches, "check_case", self.check_case)
-        self.store = batches.Batches(plan, items, Path("/art"))
+        self.store = batches.Batches({c: c for c in plan}, plan, items, Path("/art"))
 
     def run_case(self, case, root):
         self.exports.append(case)

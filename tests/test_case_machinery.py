@@ -64,7 +64,7 @@ def test_expectations_become_strict_xfails_on_the_tests_they_cover(monkeypatch, 
         item = SimpleNamespace(callspec=SimpleNamespace(params={"case_run": case.id}), originalname=test)
         item.add_marker = lambda mark, _test=test: marked.setdefault(_test, mark)
         items.append(item)
-    _mark_expected_failures(items)
+    _mark_expected_failures(items, CASES)
     assert set(marked) == xfailed
     for mark in marked.values():
         assert mark.kwargs["strict"] is True and mark.kwargs["raises"] is ExpectedStageFailure
@@ -83,9 +83,9 @@ def test_a_numerics_divergence_is_expected_only_where_it_is_declared():
     expect = Expectation("run", r"max error \d+", "known divergence", checks=("vs_float",))
     run = CaseRun(case=dataclasses.replace(case, expect=expect), artifacts=Path("/nowhere"), stage="run")
     with pytest.raises(ExpectedStageFailure, match="known divergence"):
-        run.fail_numerics("vs_float", "max error 40.000 LSB > 2 LSB")
-    with pytest.raises(CaseFailure, match="stage 'run'.*vs fake quant"):
-        run.fail_numerics("vs_fake_quant", "max error 40.000 LSB > 1 LSB")
+        run.fail_check("vs_float", "vs float", "max error 40.000 LSB > 2 LSB")
+    with pytest.raises(CaseFailure, match="stage 'run'.*against fake quant"):
+        run.fail_check("vs_fake_quant", "against fake quant", "max error 40.000 LSB > 1 LSB")
 
 
 def test_params_carry_the_batch_group_and_the_quick_mark():
@@ -100,7 +100,7 @@ _GOLDEN = """
 import sys, tempfile
 from pathlib import Path
 from conformance.cases import CASES
-from conformance.goldens.store import serialize
+from conformance.goldens import serialize
 from conformance.harness.runner import run_case
 print(serialize(run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp())).golden))
 """

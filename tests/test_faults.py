@@ -135,7 +135,7 @@ def test_a_float_vulkan_tensor_is_held_to_its_own_bound(tmp_path):
 @pytest.mark.parametrize("field", ["max_lsb", "outliers"])
 def test_an_outlier_allowance_caps_the_size_of_outliers(field):
     from conformance.oracles.compare import compare
-    from conformance.cases.tolerances import Bound
+    from conformance.oracles.compare import Bound
     import torch
 
     expected = torch.zeros(100)

@@ -12,14 +12,13 @@ from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
 from conformance.cases.models import GridSample, Resize
 from conformance.oracles.compare import compare
 from conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
-from conformance.cases.tolerances import FAMILY_TOLERANCES
-
-DEFAULT = FAMILY_TOLERANCES["resize"]
+from conformance.cases import FAMILIES
 from conformance.oracles.tosa_reference import run_tosa_in_child_ex
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import GridSamplerPayload
 
 UNIT = 1 / 127
+DEFAULT = FAMILIES["resize"].tolerance
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])

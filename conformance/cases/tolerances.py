@@ -1,87 +1,42 @@
-"""Numeric tolerances, in one place, in quantization steps (LSB) of the output.
+"""Numeric tolerances, in quantization steps (LSB) of the output.
 
-Each output of a case is compared with three references (the *comparisons*,
-:data:`COMPARISONS`); each comparison has a :class:`Bound`:
+Each output of a case is compared with every oracle's reference
+(:data:`conformance.oracles.references.ORACLES`: ``vs_fake_quant``,
+``vs_float_dq``, ``vs_float``); each comparison has a
+:class:`~conformance.oracles.compare.Bound`.
 
-* ``vs_fake_quant``: the lowered program (TOSA reference) against the PT2E
-  fake-quantized program. Both quantize the same way; TOSA's RESCALE and
-  torch's quantize may round a value differently: 1 LSB per requantizing
-  step, and a bound on the mean signed error (bias) that catches a shift.
-* ``vs_float_dq``: against the float model run on the *dequantized* inputs
-  (what the quantized program really sees: the quantized grid, the clipped
-  image). What is left is internal requantization and the output's rounding,
-  so the bound is tight without allowances for input quantization.
-* ``vs_float``: against the float model on the raw inputs, a statistic with
-  its own stated bound: input quantization included.
-
-A case's tolerance is its family default, loosened by its *traits*
-(:data:`TRAITS`: each names the bounds it loosens and why). A trait that
-would not loosen anything is refused at import: a bound that cannot act is a
-lie. Bounds are derived from measurement (``report.md`` shows each bound's
-worst observed value and margin). Float outputs are measured in
-:data:`conformance.oracles.compare.FLOAT_UNIT` (1/127, one SNORM8 step of a [-1, 1] image).
+A case's tolerance is its op family's default (``Family.tolerance``, declared
+in the family's module; an oracle the family does not name gets the oracle's
+own default), loosened by the case's *traits* (:data:`TRAITS`, here: each
+names the bounds it loosens and why). A trait that would not loosen anything
+is refused when the table is built: a bound that cannot act is a lie. Bounds
+are derived from measurement (``report.md`` shows each bound's worst observed
+value and margin). Float outputs are measured in
+:data:`conformance.oracles.compare.FLOAT_UNIT` (1/127, one SNORM8 step).
 
 The Vulkan tier is not a tolerance: integer tensors must be bit-exact with the
 TOSA-reference path; float tensors at delegate boundaries may differ by
 ``vulkan_float_lsb``.
+
+Which tolerance a case gets is decided in three places, each for its own
+reason: the family module declares the traits its cases have (e.g. a split
+resize), :attr:`Case.all_traits` adds the ones the IO implies (float IO,
+int16 IO of int8 activations), and :func:`resolve` combines them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-#: The unit of error for float outputs: one SNORM8 step.
+from conformance.oracles.compare import Bound
+from conformance.oracles.references import ORACLES
+
 #: One int8 (SNORM8) step in int16 (SNORM16) steps.
 INT8_STEP_IN_INT16 = 32767.0 / 127.0
-#: Slack for float rounding in the error itself (a 1-LSB difference can
-#: measure 1.0000001 LSB after dequantization).
-EPSILON = 1e-3
-
 #: Fractions of elements that nearest sampling may flip to the neighbouring
 #: texel, 1.5x the worst measured (8.3 % and 1.04 %, see the traits below).
 OUTLIERS_INT8_NEAREST = 0.125
 OUTLIERS_COMPUTED_NEAREST = 0.015
-
-#: The comparisons of a case's outputs, in the order they are tested and reported.
-COMPARISONS = ("vs_fake_quant", "vs_float_dq", "vs_float")
-
-
-@dataclasses.dataclass(frozen=True)
-class Bound:
-    """What one comparison of one output may show."""
-
-    max_lsb: float
-    #: Limit of the mean signed error (a systematic shift); None: not bounded.
-    bias_lsb: float | None = None
-    #: Fraction of elements allowed beyond ``max_lsb`` ...
-    outliers: float = 0.0
-    #: ... and the bound none of them may exceed (required with ``outliers``).
-    outlier_max_lsb: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.outliers and self.outlier_max_lsb is None:
-            raise ValueError("a Bound with outliers needs outlier_max_lsb: an outlier allowance "
-                             "without a magnitude cap cannot fail")
-
-    def scaled(self, factor: float) -> "Bound":
-        return dataclasses.replace(
-            self, max_lsb=self.max_lsb * factor,
-            bias_lsb=None if self.bias_lsb is None else self.bias_lsb * factor,
-            outlier_max_lsb=None if self.outlier_max_lsb is None else self.outlier_max_lsb * factor)
-
-    def problems(self, comparison) -> list[str]:
-        problems = []
-        over = comparison.fraction_over(self.max_lsb + EPSILON)
-        if over > self.outliers:
-            problems.append(
-                f"max error {comparison.max_lsb:.3f} LSB > {self.max_lsb:g} LSB"
-                + (f" on {over:.1%} of elements (allowed {self.outliers:.1%})" if self.outliers else ""))
-        if self.outliers and comparison.max_lsb > self.outlier_max_lsb + EPSILON:
-            problems.append(f"max error {comparison.max_lsb:.3f} LSB > the outlier cap "
-                            f"{self.outlier_max_lsb:g} LSB")
-        if self.bias_lsb is not None and abs(comparison.bias_lsb) > self.bias_lsb + EPSILON:
-            problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{self.bias_lsb:g} LSB")
-        return problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,25 +79,14 @@ class Trait:
     scale_outputs: tuple[str, float] | None = None
 
 
-def _default(vs_fake_quant=1.0, bias=0.5, vs_float_dq=1.0, vs_float=2.0) -> Tolerance:
-    return Tolerance(bounds={
-        "vs_fake_quant": Bound(vs_fake_quant, bias_lsb=bias),
-        "vs_float_dq": Bound(vs_float_dq),
-        "vs_float": Bound(vs_float),
-    })
+def family_tolerance(**bounds: Bound) -> Tolerance:
+    """A family's default tolerance: the bounds it states (by oracle name)
+    where they differ from the oracle's own default."""
+    unknown = set(bounds) - set(ORACLES)
+    if unknown:
+        raise ValueError(f"family tolerance names unknown oracles {sorted(unknown)}; known: {sorted(ORACLES)}")
+    return Tolerance(bounds={name: bounds.get(name, oracle.default) for name, oracle in ORACLES.items()})
 
-
-#: Family defaults: one requantizing op, SNORM8 in and out. Against the float
-#: model on dequantized inputs, a resize is off by its output rounding (0.5)
-#: plus TOSA's rounding of the interpolation (measured up to 1.33 LSB at 3/2);
-#: the grid sampler reference rounds once (measured 0.5). Against the raw float
-#: model the input quantization adds up to 0.5 LSB (measured 1.63 resize, 0.92
-#: grid_sample).
-FAMILY_TOLERANCES: dict[str, Tolerance] = {
-    "resize": _default(vs_float_dq=1.5, vs_float=2.0),
-    "grid_sample": _default(vs_float_dq=1.0, vs_float=1.5),
-    "composite": _default(vs_float_dq=1.5, vs_float=2.0),
-}
 
 #: Case traits; a case with several takes the loosest of each bound.
 TRAITS: dict[str, Trait] = {
@@ -207,15 +151,19 @@ TRAITS: dict[str, Trait] = {
 #: model itself; what is left is float rounding in TOSA's FP profile (measured
 #: 0 LSB, bound 0.01 LSB = 4e-5 of a [-1, 1] range; the split of a large downscale
 #: shifts the mean by 0.005 LSB).
-FLOAT_PIPELINE = _default(vs_fake_quant=0.01, bias=0.008, vs_float_dq=0.01, vs_float=0.01)
+FLOAT_PIPELINE = family_tolerance(vs_fake_quant=Bound(0.01, bias_lsb=0.008), vs_float_dq=Bound(0.01),
+                                  vs_float=Bound(0.01))
 
 
-def resolve(family: str, traits, output_dtype: str | None, quantized: bool = True) -> Tolerance:
-    """The tolerance of one output: the family default (or :data:`FLOAT_PIPELINE`)
-    loosened by ``traits``."""
-    base, base_name = (FAMILY_TOLERANCES[family], f"{family} default") if quantized else (
-        FLOAT_PIPELINE, "float pipeline")
-    bounds = {what: dataclasses.asdict(b) for what, b in base.bounds.items()}
+def resolve(base: Tolerance, base_name: str, traits, output_dtype: str | None,
+            quantized: bool = True) -> Tolerance:
+    """The tolerance of one output: ``base`` (a family default named
+    ``base_name``; :data:`FLOAT_PIPELINE` when not ``quantized``) loosened by
+    ``traits``."""
+    if not quantized:
+        base, base_name = FLOAT_PIPELINE, "float pipeline"
+    # An oracle the base does not name (one added after it was declared) gets its own default.
+    bounds = {what: dataclasses.asdict(base.bounds.get(what, oracle.default)) for what, oracle in ORACLES.items()}
     sources = {f"{what}.{k}": base_name for what, b in bounds.items() for k in b}
     vulkan, why, scale = base.vulkan_float_lsb, list(base.why), None
     for name in sorted(traits):
@@ -241,15 +189,25 @@ def resolve(family: str, traits, output_dtype: str | None, quantized: bool = Tru
     return Tolerance(resolved, vulkan, tuple(why), sources)
 
 
-def _check_traits() -> None:
-    """Every trait loosens something its families' defaults do not already allow."""
+def tolerance_of(case, output: int = 0) -> Tolerance:
+    """The tolerance of ``case``'s output ``output``: its family's default
+    loosened by its traits."""
+    from conformance.cases.family import FAMILIES
+
+    family = FAMILIES[case.family]
+    return resolve(family.tolerance, f"{family.name} default", case.all_traits,
+                   case.output_qspecs[output], case.quantized)
+
+
+def check_traits(defaults: list[Tolerance]) -> None:
+    """Every trait names known bounds and loosens something that the family
+    ``defaults`` do not already allow (else it would have no effect)."""
     for name, trait in TRAITS.items():
         for what, fields in trait.loosen.items():
+            if what not in ORACLES:
+                raise ValueError(f"trait {name!r} loosens {what!r}, which is no oracle ({sorted(ORACLES)})")
             for key, value in fields.items():
-                defaults = [getattr(t.bounds[what], key) for t in FAMILY_TOLERANCES.values()]
-                if all(d is not None and value <= d for d in defaults):
+                values = [getattr(t.bounds[what], key) for t in defaults]
+                if all(d is not None and value <= d for d in values):
                     raise ValueError(f"trait {name!r}: {what}.{key}={value} is no looser than every "
                                      "family default: it would have no effect")
-
-
-_check_traits()

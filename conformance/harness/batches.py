@@ -27,7 +27,6 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from conformance.cases import CASES
 from conformance.harness.runner import CaseRun, run_case
 from conformance.oracles.vulkan import (
     ScenarioBuilder,
@@ -99,7 +98,8 @@ class _Outcome:
 class Batches:
     """One per process: the runs of the current batch and their Vulkan results."""
 
-    def __init__(self, plan: dict[str, str], items: list, artifacts_root: Path) -> None:
+    def __init__(self, cases: dict, plan: dict[str, str], items: list, artifacts_root: Path) -> None:
+        self.cases = cases  # case id -> Case
         self.plan = plan
         self.artifacts_root = artifacts_root
         #: batch -> its cases that have a Vulkan test in this session, in order.
@@ -122,7 +122,7 @@ class Batches:
             self.builders.pop(other, None)
             self.vulkan.pop(other, None)
         if case_id not in self.runs:
-            self.runs[case_id] = run_case(CASES[case_id], self.artifacts_root)
+            self.runs[case_id] = run_case(self.cases[case_id], self.artifacts_root)
         return self.runs[case_id]
 
     def vulkan_check(self, case_id: str, accept: Callable[[VulkanCheck], bool]) -> VulkanCheck:

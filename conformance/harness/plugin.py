@@ -1,6 +1,10 @@
 """pytest plugin of the conformance suite: options, per-case marks, report.
 
 Options:
+  --vgf-cases FILE      run the families FILE declares (FAMILY or FAMILIES,
+                        see conformance.cases.family) instead of the built-in
+                        table; repeatable
+  --vgf-golden-dir DIR  goldens in DIR instead of golden/cases (required with --vgf-cases)
   --vgf-report DIR      write DIR/report.json and DIR/report.md
   --vgf-artifacts DIR   keep each case's export artifacts in DIR/<case id>
                         (default: a fresh directory under pytest's basetemp)
@@ -19,6 +23,7 @@ so it is the same with and without xdist.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -26,12 +31,13 @@ from pathlib import Path
 import pytest
 
 from conformance.harness import batches
-from conformance.harness.report import build_report, write_report
+from conformance.harness.report import WorkaroundVerdict, build_report, write_report
 from conformance.harness.runner import ExpectedStageFailure
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"
 PLAN_KEY = pytest.StashKey[dict]()
+CASES_KEY = pytest.StashKey[dict]()
 
 
 # ---------------------------------------------------------------------------
@@ -39,6 +45,12 @@ PLAN_KEY = pytest.StashKey[dict]()
 # ---------------------------------------------------------------------------
 def pytest_addoption(parser):
     group = parser.getgroup("vgf-conformance")
+    group.addoption("--vgf-cases", metavar="FILE", action="append", default=[],
+                    help="run the op families this Python file declares (FAMILY or FAMILIES) "
+                         "instead of the built-in case table; repeatable")
+    group.addoption("--vgf-golden-dir", metavar="DIR", default=None,
+                    help="read and write goldens in DIR (<case id>.json each) instead of the "
+                         "built-in golden/cases; required with --vgf-cases")
     group.addoption("--vgf-report", metavar="DIR", default=None,
                     help="write the conformance report (report.json, report.md) to DIR")
     group.addoption("--vgf-artifacts", metavar="DIR", default=None,
@@ -65,6 +77,15 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
     _shard(config)  # a bad --vgf-shard is a usage error, whatever is collected
+    golden_dir = config.getoption("--vgf-golden-dir")
+    if config.getoption("--vgf-cases") and golden_dir is None:
+        raise pytest.UsageError(
+            "--vgf-cases needs --vgf-golden-dir DIR: a case file's goldens live apart from the "
+            "built-in ones (which would look unused, and --snapshot-update would remove them)")
+    if golden_dir is not None:
+        from conformance.goldens.store import set_golden_dir
+
+        set_golden_dir(golden_dir)
     if config.getoption("--vgf-vulkan-batch") < 1:
         raise pytest.UsageError(
             f"--vgf-vulkan-batch must be at least 1, got {config.getoption('--vgf-vulkan-batch')}")
@@ -75,14 +96,28 @@ def _shard(config) -> tuple[int, int] | None:
     return _parse_shard(spec) if spec else None
 
 
+def session_cases(config) -> dict:
+    """The cases of this run (case id -> Case): the built-in table, or the
+    families of the ``--vgf-cases`` files. Loaded once, when a run collects."""
+    if CASES_KEY not in config.stash:
+        from conformance.cases import CASES, build_table, load_case_file
+
+        files = config.getoption("--vgf-cases")
+        try:
+            config.stash[CASES_KEY] = build_table(
+                [f for path in files for f in load_case_file(path)]) if files else CASES
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+    return config.stash[CASES_KEY]
+
+
 def _plan(config) -> dict[str, str]:
     """Case id -> batch (conformance/batches.py), computed once, when a run
     collects cases."""
     if PLAN_KEY not in config.stash:
-        from conformance.cases import CASES
-
+        cases = session_cases(config)
         config.stash[PLAN_KEY] = batches.plan_batches(
-            CASES, {c for c, case in CASES.items() if case.quick},
+            cases, {c for c, case in cases.items() if case.quick},
             config.getoption("--vgf-vulkan-batch"), _shard(config))
     return config.stash[PLAN_KEY]
 
@@ -110,19 +145,17 @@ def pytest_collection_modifyitems(config, items):
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    _mark_expected_failures(items)
+    _mark_expected_failures(items, session_cases(config) if items else {})
     if any(batches.item_case(item) for item in items):
         items[:] = batches.order_items(items, _plan(config))
 
 
-def _mark_expected_failures(items) -> None:
+def _mark_expected_failures(items, cases: dict) -> None:
     """A strict xfail on each test of a case that its Expectation covers: every
     test for a stage failure, one comparison's test for a numerics divergence."""
-    from conformance.cases import CASES
-
     for item in items:
         case_id = batches.item_case(item)
-        expect = CASES[case_id].expect if case_id in CASES else None
+        expect = cases[case_id].expect if case_id in cases else None
         if expect is not None and expect.applies_to(item.originalname):
             where = "/".join((expect.stage, *expect.checks))
             reason = f"[{where}] {expect.reason}"
@@ -131,9 +164,7 @@ def _mark_expected_failures(items) -> None:
 
 def pytest_generate_tests(metafunc):
     if "case_run" in metafunc.fixturenames:
-        from conformance.cases import CASES
-
-        metafunc.parametrize("case_run", case_params(CASES, _plan(metafunc.config)),
+        metafunc.parametrize("case_run", case_params(session_cases(metafunc.config), _plan(metafunc.config)),
                              indirect=True, scope="session")
 
 
@@ -160,7 +191,8 @@ def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def vgf_batches(request, vgf_artifacts_dir) -> batches.Batches:
-    return batches.Batches(_plan(request.config), request.session.items, vgf_artifacts_dir)
+    return batches.Batches(session_cases(request.config), _plan(request.config), request.session.items,
+                           vgf_artifacts_dir)
 
 
 # ---------------------------------------------------------------------------
@@ -175,9 +207,8 @@ def record_case(request, case_run, **extra) -> None:
 
 def record_workaround(request, name: str, needed: bool, evidence: list[str], upstream: str) -> None:
     """Attach a workaround-ledger verdict to this test's report."""
-    request.node.user_properties.append(
-        (WORKAROUND_KEY, {"name": name, "needed": needed, "evidence": evidence, "upstream": upstream})
-    )
+    verdict = WorkaroundVerdict(name=name, needed=needed, evidence=evidence, upstream=upstream)
+    request.node.user_properties.append((WORKAROUND_KEY, dataclasses.asdict(verdict)))
 
 
 def _outcome(report) -> str:

@@ -1,11 +1,12 @@
 """The conformance report: ``report.json`` and ``report.md``.
 
-``report.json`` has ``cases`` (one object per case run: ``id``, ``family``,
-``outcome``, ``stage``, ``error``, ``delegates``, ``cpu_ops``,
-``golden_changed``, ``changes``, ``numerics``, ``tests``, and the
-run-specific ``run`` block) and ``workarounds`` (the ledger's verdicts).
-``report.md`` starts with counts by outcome and by op family, then groups the
-changes against the goldens ("12 resize cases: no longer delegated").
+``report.json`` has ``cases``, one :class:`CaseRecord` per case run (its
+docstring is the schema), and ``workarounds``, one :class:`WorkaroundVerdict`
+per ledger entry probed. The plugin fills the records, :func:`merge_reports`
+reads them back (refusing unknown fields, keeping every known one), and
+``report.md`` is rendered from them: counts by outcome and by op family, the
+changes against the goldens grouped ("12 resize cases: no longer
+delegated"), expected CPU fallbacks, tolerance margins, export warnings.
 
 ``python -m conformance.harness.report merge OUT DIR...`` merges the reports of
 several shards into one report of the same format.
@@ -14,6 +15,7 @@ several shards into one report of the same format.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -31,20 +33,87 @@ def _case_outcome(tests: dict[str, str]) -> str:
     return "passed"
 
 
+def _fields(cls, data: dict, what: str) -> dict:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{what}: unknown fields {unknown}; the schema ({cls.__name__}) has {sorted(known)}")
+    return data
+
+
+@dataclasses.dataclass
+class CaseRecord:
+    """One case of ``report.json`` (every field is always present).
+
+    ``id``, ``family``, ``quick``: the case. ``outcome``: the worst outcome of
+    its tests (:data:`OUTCOME_ORDER`); ``tests``: test name -> outcome.
+    ``stage``: the last stage reached; ``error`` and ``origin``: its failure
+    and where it comes from (``toolchain``, ``case`` or ``harness``, see
+    :mod:`conformance.harness.runner`). ``delegates`` ([{backend, ops}]),
+    ``cpu_ops``: the export report; ``stays_on_cpu``: the declared CPU
+    fallback. ``numerics``: per output, each comparison's statistics (and
+    ``vulkan``); ``tolerances``: per output, the bounds and their sources.
+    ``golden_changed``: sections that differ from the golden; ``changes``:
+    the same in words that group across cases. ``pte``: what the shipped
+    program declares. ``warnings``: the stack's warnings during the export.
+    ``run``: run-specific data (artifacts path, seconds per stage, Vulkan
+    batch): the only part that differs between two runs of the same stack.
+    """
+
+    id: str
+    family: str = "?"
+    quick: bool = False
+    outcome: str = "passed"
+    tests: dict = dataclasses.field(default_factory=dict)
+    stage: str | None = None
+    error: str | None = None
+    origin: str | None = None
+    delegates: list = dataclasses.field(default_factory=list)
+    cpu_ops: list = dataclasses.field(default_factory=list)
+    stays_on_cpu: str | None = None
+    numerics: dict | None = None
+    tolerances: list = dataclasses.field(default_factory=list)
+    golden_changed: list = dataclasses.field(default_factory=list)
+    changes: list = dataclasses.field(default_factory=list)
+    pte: dict | None = None
+    warnings: list = dataclasses.field(default_factory=list)
+    run: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CaseRecord":
+        return cls(**_fields(cls, data, f"case {data.get('id')!r}"))
+
+
+@dataclasses.dataclass
+class WorkaroundVerdict:
+    """One workaround of the ledger, probed on the installed stack: whether it
+    is still ``needed``, the ``evidence`` (what changes without it), and where
+    it is filed ``upstream``."""
+
+    name: str
+    needed: bool
+    evidence: list
+    upstream: str
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "WorkaroundVerdict":
+        return cls(**_fields(cls, data, f"workaround {data.get('name')!r}"))
+
+
+def _report(records, verdicts) -> dict:
+    return {"cases": [dataclasses.asdict(r) for r in sorted(records, key=lambda r: r.id)],
+            "workarounds": [dataclasses.asdict(v) for v in sorted(verdicts, key=lambda v: v.name)]}
+
+
 def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None) -> dict:
-    rows = []
-    for case_id in sorted(cases):
-        entry = dict(cases[case_id])
-        tests = entry.pop("tests", {})
-        entry.setdefault("id", case_id)
-        entry["outcome"] = _case_outcome(tests)
-        entry["tests"] = dict(sorted(tests.items()))
-        entry.setdefault("golden_changed", [])
-        entry.setdefault("changes", [])
-        for key in ("stage", "delegates", "cpu_ops"):
-            entry.setdefault(key, None if key == "stage" else [])
-        rows.append(entry)
-    return {"cases": rows, "workarounds": [workarounds[k] for k in sorted(workarounds or {})]}
+    """The report from what the tests recorded: case id -> fields (with
+    ``tests``: test name -> outcome), and the workaround verdicts."""
+    records = []
+    for case_id, fields in cases.items():
+        tests = dict(sorted(fields.get("tests", {}).items()))
+        records.append(CaseRecord.from_dict({"id": case_id, **fields, "tests": tests,
+                                             "outcome": _case_outcome(tests)}))
+    return _report(records, [WorkaroundVerdict.from_dict(w) for w in (workarounds or {}).values()])
 
 
 def render_markdown(report: dict) -> str:
@@ -103,13 +172,13 @@ def tolerance_margins(cases: list[dict]) -> list[dict]:
     """Per tolerance bound (its source: a family default or a trait) and
     comparison: the bound, how many outputs it covers, the worst observed
     value, its case, and the share of the bound it uses."""
-    from conformance.cases.tolerances import COMPARISONS
+    from conformance.oracles.references import ORACLES
 
     rows: dict[tuple[str, str], dict] = {}
     for case in cases:
         outputs = (case.get("numerics") or {}).get("outputs") or []
         for output, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
-            for what in COMPARISONS:
+            for what in ORACLES:
                 if (case.get("tests") or {}).get(f"test_numerics_{what}") == "xfailed":
                     continue  # a known divergence: its size is in its Expectation, not a margin
                 # With an outlier allowance the cap is what the worst element is held to.
@@ -161,17 +230,16 @@ def write_report(report: dict, directory: Path) -> None:
 
 def merge_reports(reports: list[dict]) -> dict:
     """One report from the reports of disjoint shards."""
-    cases: dict[str, dict] = {}
-    workarounds: dict[str, dict] = {}
+    cases: dict[str, CaseRecord] = {}
+    workarounds: dict[str, WorkaroundVerdict] = {}
     for report in reports:
-        for case in report["cases"]:
-            if case["id"] in cases:
-                raise ValueError(f"case {case['id']} is in more than one shard's report")
-            cases[case["id"]] = case
-        for verdict in report.get("workarounds", []):
-            workarounds[verdict["name"]] = verdict
-    return {"cases": [cases[k] for k in sorted(cases)],
-            "workarounds": [workarounds[k] for k in sorted(workarounds)]}
+        for case in map(CaseRecord.from_dict, report["cases"]):
+            if case.id in cases:
+                raise ValueError(f"case {case.id} is in more than one shard's report")
+            cases[case.id] = case
+        for verdict in map(WorkaroundVerdict.from_dict, report.get("workarounds", [])):
+            workarounds[verdict.name] = verdict
+    return _report(cases.values(), workarounds.values())
 
 
 def main(argv: list[str] | None = None) -> int:

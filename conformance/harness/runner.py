@@ -1,13 +1,17 @@
 """Running one case: export it once, build everything its tests check.
 
-:func:`run_case` never raises for a toolchain failure: it returns a
-:class:`CaseRun` that records the stage reached, the failure (stage, error,
-the tail of its message) and, on success, the golden sections. The tests of
-the case then assert on it, so a case is exported exactly once per run.
+:func:`run_case` never raises: it returns a :class:`CaseRun` that records
+the stage reached, the failure (stage, error, the tail of its message, and
+its origin: ExecuTorch's toolchain, the case's definition, or this suite's
+harness) and, on success, the golden sections. The tests of the case then
+assert on it, so a case is exported exactly once per run. A golden that
+cannot be built fails ``test_golden`` alone: it never hides a failure of the
+export or the numerics.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import time
@@ -16,12 +20,20 @@ import warnings
 from pathlib import Path
 
 from conformance.cases import STAGES, Case
-from conformance.goldens.store import build_golden
+from conformance.goldens import build_golden
 from conformance.oracles.lowered import LoweredRunError
 from conformance.oracles.numerics import Numerics, measure
 from conformance.text import tail
 from vgf_export import ExportResult, ExportStageError, export_model
 
+#: Where a failure comes from. Only a toolchain failure is ExecuTorch's (or
+#: the TOSA tools' or ML SDK's): the others are bugs of a case or of the suite.
+TOOLCHAIN, CASE, HARNESS = "toolchain", "case", "harness"
+_ORIGIN_TEXT = {
+    TOOLCHAIN: "",
+    CASE: " (the case's definition failed, not the toolchain: fix the case)",
+    HARNESS: " (the suite's harness failed, not the toolchain: a bug of vgf-conformance)",
+}
 
 
 class ExpectedStageFailure(Exception):
@@ -37,9 +49,16 @@ class StageFailure:
     stage: str
     error_type: str
     message: str
+    origin: str = TOOLCHAIN  # TOOLCHAIN, CASE or HARNESS
 
     def describe(self) -> str:
         return f"[{self.stage}] {self.error_type}: {self.message}"
+
+    @classmethod
+    def of(cls, stage: str, error: BaseException, origin: str) -> "StageFailure":
+        """From an exception: its message for a toolchain error, the traceback otherwise."""
+        text = str(error) if origin == TOOLCHAIN else traceback.format_exc()
+        return cls(stage, type(error).__name__, tail(text), origin)
 
 
 @dataclasses.dataclass
@@ -51,6 +70,7 @@ class CaseRun:
     result: ExportResult | None = None
     numerics: Numerics | None = None
     golden: dict | None = None
+    golden_failure: StageFailure | None = None  # the golden could not be built
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     vulkan_batch: int | None = None  # cases that shared its Vulkan runner process
     #: Warnings the stack raised during the export: "Category: message (file:line)".
@@ -70,7 +90,7 @@ class CaseRun:
         if expect is not None:
             hint = f"\nexpected instead: [{expect.stage}] /{expect.match}/ ({expect.reason})"
         raise CaseFailure(
-            f"case {self.case.id} failed at stage '{failure.stage}'\n"
+            f"case {self.case.id} failed at stage '{failure.stage}'{_ORIGIN_TEXT[failure.origin]}\n"
             f"{failure.describe()}\nartifacts: {self.artifacts}{hint}"
         )
 
@@ -85,10 +105,6 @@ class CaseRun:
             hint = f"\nexpected instead: /{expect.match}/ ({expect.reason})"
         raise CaseFailure(
             f"case {self.case.id}: stage 'run', {what}\n{message}\nartifacts: {self.artifacts}{hint}")
-
-    def fail_numerics(self, comparison: str, message: str) -> None:
-        self.fail_check(comparison, f"the lowered program (TOSA reference) {comparison.replace('_', ' ')}",
-                        message)
 
     def require_export(self) -> ExportResult:
         """The export result, or raise for the stage that failed."""
@@ -105,6 +121,15 @@ class CaseRun:
         assert self.numerics is not None
         return self.numerics
 
+    def require_golden(self) -> dict:
+        """The golden, or raise for the stage that failed before it, or for the
+        harness failing to build it."""
+        self.require_export()
+        if self.golden_failure is not None:
+            self.fail(self.golden_failure)
+        assert self.golden is not None
+        return self.golden
+
     def summary(self) -> dict:
         """What the report records of this case (JSON-native)."""
         delegates, cpu_ops = [], []
@@ -117,9 +142,10 @@ class CaseRun:
             "quick": self.case.quick,
             "stage": self.stage,
             "error": self.failure.describe() if self.failure else None,
+            "origin": self.failure.origin if self.failure else None,
             "delegates": delegates,
             "cpu_ops": cpu_ops,
-            "numerics": self.numerics.report_dict() if self.numerics else None,
+            "numerics": self.numerics.to_dict() if self.numerics else None,
             "tolerances": [self.case.get_tolerance(i).to_dict() | {"sources": self.case.get_tolerance(i).sources}
                            for i in range(len(self.case.output_qspecs))],
             "stays_on_cpu": self.case.stays_on_cpu,
@@ -158,43 +184,63 @@ def _distinct_warnings(caught) -> list[str]:
 
 
 def run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseRun:
-    artifacts = artifacts_root / case.id
-    run = CaseRun(case=case, artifacts=artifacts, stage="export")
-    start = time.perf_counter()
+    """Export ``case`` once, run its lowered program on the oracles, build its golden."""
+    run = CaseRun(case=case, artifacts=artifacts_root / case.id, stage="export")
+    timer = _Timer(run.seconds)
+    with timer("export_total"):
+        _export(run, disable_workarounds)
+    if run.result is None:
+        return run
+    run.seconds.update(run.result.stage_seconds)
+    run.stage = "run"
+    with timer("numerics"):
+        try:
+            run.numerics = measure(case, run.result)
+        except LoweredRunError as error:  # a reference backend rejected a delegate
+            run.failure = StageFailure.of("run", error, TOOLCHAIN)
+        except Exception as error:  # noqa: BLE001 - a bug of the oracles
+            run.failure = StageFailure.of("run", error, HARNESS)
+    with timer("golden"):
+        numerics = run.numerics.to_dict() if run.numerics else {"error": run.failure.describe()}
+        try:
+            run.golden = build_golden(case, run.result, numerics)
+        except Exception as error:  # noqa: BLE001 - the harness broke, on this case alone
+            run.golden_failure = StageFailure.of("serialize", error, HARNESS)
+    return run
+
+
+def _export(run: CaseRun, disable_workarounds) -> None:
+    case = run.case
     try:
-        inputs = case.make_inputs()
-        kwargs = case.export_kwargs()
-        kwargs["disable_workarounds"] = (*kwargs.get("disable_workarounds", ()), *disable_workarounds)
+        model, inputs, kwargs = case.model(), case.make_inputs(), case.export_kwargs()
+    except Exception as error:  # noqa: BLE001 - the case cannot even be built
+        run.failure = StageFailure.of("export", error, CASE)
+        return
+    kwargs["disable_workarounds"] = (*kwargs.get("disable_workarounds", ()), *disable_workarounds)
+    try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run.result = export_model(case.model(), inputs, artifacts_root=artifacts, **kwargs)
+            run.result = export_model(model, inputs, artifacts_root=run.artifacts, **kwargs)
         run.warnings = _distinct_warnings(caught)
     except ExportStageError as error:
         run.stage = error.stage
         run.failure = StageFailure(error.stage, type(error.cause).__name__, tail(str(error.cause)))
-        run.seconds["export_total"] = time.perf_counter() - start
-        return run
-    except Exception as error:  # a bug of the case or of the flow itself
-        run.failure = StageFailure("export", type(error).__name__, tail(traceback.format_exc()))
-        run.seconds["export_total"] = time.perf_counter() - start
-        return run
-    run.seconds.update(run.result.stage_seconds)
-    run.seconds["export_total"] = time.perf_counter() - start
-    run.stage = "run"
-    start = time.perf_counter()
-    try:
-        run.numerics = measure(case, run.result)
-    except LoweredRunError as error:
-        run.failure = StageFailure("run", type(error).__name__, tail(str(error)))
-    except Exception as error:
-        run.failure = StageFailure("run", type(error).__name__, tail(traceback.format_exc()))
-    run.seconds["numerics"] = time.perf_counter() - start
-    start = time.perf_counter()
-    numerics = run.numerics.to_dict() if run.numerics else {"error": run.failure.describe()}
-    try:
-        run.golden = build_golden(case, run.result, numerics)
-    except Exception as error:  # the harness itself broke: say so, on this case alone
-        run.failure = StageFailure("serialize", type(error).__name__, tail(traceback.format_exc()))
-        run.stage = "serialize"
-    run.seconds["golden"] = time.perf_counter() - start
-    return run
+    except (ValueError, TypeError, FileExistsError) as error:  # export_model refused the arguments
+        run.failure = StageFailure.of("export", error, CASE)
+    except Exception as error:  # noqa: BLE001 - outside the flow's stages: our wrapper broke
+        run.failure = StageFailure.of("export", error, HARNESS)
+
+
+class _Timer:
+    """``with timer(key):`` adds the block's wall seconds to ``seconds[key]``."""
+
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+
+    @contextlib.contextmanager
+    def __call__(self, key: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - start

@@ -1,0 +1,85 @@
+"""Small graphs of several ops: conv-resize-conv, conv+relu, chains of
+resizes, a flow warp (a flow resized to the image, added to a base grid,
+sampled with grid_sample), two inputs and two outputs with mixed IO.
+
+Traits: every case is a ``chain`` (two requantizing ops in a row); a split
+downscale adds ``split-resize``; a warp with nearest sampling through a grid
+the program computes adds ``computed-grid-nearest``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch import nn
+
+from conformance.cases import models
+from conformance.cases.case import Case, InputSpec
+from conformance.cases.family import Family
+from conformance.cases.tolerances import family_tolerance
+from conformance.oracles.compare import Bound
+
+INT8 = (("int8",), ("int8",))
+FLOAT = (("float",), ("float",))
+FLOW_IO = (("int8", "float"), ("int8",))
+PT2E_OFF = dict(enable_pt2e_quantization=False)
+
+QUICK = frozenset({
+    "conv-resize-conv-up2-int8io", "conv-relu-int8io", "chain-down32-up2-int8io",
+    "flow-warp-rgba-border-int8io", "two-in-two-out-int8io",
+})
+
+
+def _image(h: int, w: int, c: int = 4) -> InputSpec:
+    return InputSpec("smooth", (1, c, h, w))
+
+
+def _flow() -> InputSpec:
+    return InputSpec("flow", (1, 2, 3, 4))
+
+
+def composite(case_id: str, model: Callable[[], nn.Module], inputs, io, *, options=None,
+              traits=("chain",)) -> Case:
+    return Case(id=case_id, family="composite", model=model, inputs=tuple(inputs), input_qspecs=io[0],
+                output_qspecs=io[1], options=dict(options or {}), traits=frozenset(traits))
+
+
+def _cases() -> list[Case]:
+    up2, down2 = (lambda: models.ConvResizeConv(4, 2.0)), (lambda: models.ConvResizeConv(4, 0.5))
+    two = models.TwoInTwoOut
+    warp = models.FlowWarp
+    return [
+        composite("conv-resize-conv-up2-int8io", up2, [_image(8, 12)], INT8),
+        composite("conv-resize-conv-down2-int8io", down2, [_image(16, 24)], INT8),
+        composite("conv-resize-conv-down32-int8io", lambda: models.ConvResizeConv(4, 1 / 32), [_image(128, 64)],
+                  INT8, traits=("chain", "split-resize")),
+        composite("conv-resize-conv-up2-floatio", up2, [_image(8, 12)], FLOAT),
+        composite("conv-resize-conv-up2-fp", up2, [_image(8, 12)], FLOAT, options=PT2E_OFF),
+        composite("conv-relu-int8io", lambda: models.ConvRelu(4), [_image(8, 12)], INT8),
+        composite("chain-down2-up2-int8io", lambda: models.ChainedResize((0.5, 2.0)), [_image(16, 24)], INT8),
+        composite("chain-down4-up4-int8io", lambda: models.ChainedResize((0.25, 4.0)), [_image(16, 24)], INT8),
+        composite("chain-down32-up2-int8io", lambda: models.ChainedResize((1 / 32, 2.0)), [_image(128, 64)], INT8,
+                  traits=("chain", "split-resize")),
+        composite("chain-up2-down2-up2-int8io", lambda: models.ChainedResize((2.0, 0.5, 2.0)), [_image(8, 12)], INT8),
+        composite("flow-warp-rgba-border-int8io", lambda: warp("bilinear", "border"), [_image(12, 16), _flow()],
+                  FLOW_IO),
+        composite("flow-warp-rgb-border-int8io", lambda: warp("bilinear", "border"), [_image(12, 16, 3), _flow()],
+                  FLOW_IO),
+        composite("flow-warp-rgba-zeros-nearest-int8io", lambda: warp("nearest", "zeros"),
+                  [_image(12, 16), _flow()], FLOW_IO, traits=("chain", "computed-grid-nearest")),
+        composite("flow-warp-rgba-border-int16flow", lambda: warp("bilinear", "border"), [_image(12, 16), _flow()],
+                  (("int8", "int16"), ("int8",))),
+        composite("two-in-two-out-int8io", two, [_image(8, 12), _image(8, 12)], (("int8", "int8"), ("int8", "int8"))),
+        composite("two-in-two-out-mixed", two, [_image(8, 12), _image(8, 12)], (("int8", "float"), ("int16", "int8"))),
+        composite("two-in-two-out-floatio", two, [_image(8, 12), _image(8, 12)],
+                  (("float", "float"), ("float", "float"))),
+        composite("two-in-two-out-fp", two, [_image(8, 12), _image(8, 12)], (("float", "float"), ("float", "float")),
+                  options=PT2E_OFF),
+    ]
+
+
+# As a resize: output rounding plus TOSA's rounding of the interpolation
+# (vs_float keeps the oracle's 2 LSB: measured 1.75).
+TOLERANCE = family_tolerance(vs_float_dq=Bound(1.5))
+
+FAMILY = Family("composite", __doc__, _cases, TOLERANCE, QUICK)

@@ -1,0 +1,105 @@
+"""``F.grid_sample``: RGB and RGBA images, bilinear and nearest, the three
+padding modes, both align_corners, four grids (identity, zoom, rotation,
+random); an int8 (SNORM8) grid instead of the int16 (SNORM16) default; the
+sampler's output left in float; float, int16 and mixed IO, PT2E off; clipped
+images.
+
+Traits this family gives its cases: ``int8-grid`` / ``int8-grid-nearest``
+(an SNORM8 grid), ``clipped-inputs``.
+"""
+
+from __future__ import annotations
+
+from conformance.cases import models
+from conformance.cases.case import Case, InputSpec, io_suffix
+from conformance.cases.family import Family
+from conformance.cases.tolerances import family_tolerance
+from conformance.oracles.compare import Bound
+
+IMAGE = (12, 16)  # H, W of the sampled image (non-square on purpose)
+#: H, W of the grid and the output. Identity and zoom grids have the image's
+#: size: at (6, 10) their coordinates land on texel ties (x.5), where nearest
+#: sampling of a quantized grid picks either neighbour.
+OUT = {"identity": IMAGE, "zoom": IMAGE, "rotation": (6, 10), "random": (6, 10)}
+GRID_NAMES = ("identity", "zoom", "rotation", "random")
+#: The default IO: an SNORM8 image, an SNORM16 grid, an SNORM8 output.
+DEFAULT_IO = (("int8", "int16"), ("int8",))
+
+QUICK = frozenset({
+    "grid-rgba-bilinear-zeros-ac0-identity-int8io",
+    "grid-rgba-bilinear-zeros-ac0-random-int8io",
+    "grid-rgb-bilinear-border-ac0-rotation-int8io",
+    "grid-rgb-nearest-reflection-ac1-zoom-int8io",
+    "grid-rgba-nearest-zeros-ac1-random-int8io",
+    "grid-rgba-bilinear-zeros-ac0-random-int8grid-int8io",
+    "grid-rgb-bilinear-zeros-ac0-rotation-floatout",
+})
+
+
+def grid_case(channels: int, mode: str, padding: str, ac: bool, grid: str, *,
+              tag: str = "", io=DEFAULT_IO, options=None, image_kind="image") -> Case:
+    """One grid_sample case; ``int8io`` in its id stands for the default IO."""
+    color = {3: "rgb", 4: "rgba"}[channels]
+    base = f"grid-{color}-{mode}-{padding}-ac{int(ac)}-{grid}{tag}"
+    case_id = f"{base}-int8io" if io == DEFAULT_IO else f"{base}-{io_suffix(*io)}"
+    if options and options.get("enable_pt2e_quantization") is False:
+        case_id = f"{base}-fp"
+    if tag == "-floatout":
+        case_id = base
+    traits = set()
+    if (options or {}).get("grid_sampler_grid_input_qspec") == "int8":
+        traits.add("int8-grid-nearest" if mode == "nearest" else "int8-grid")
+    if image_kind == "image_clip":
+        traits.add("clipped-inputs")
+    return Case(
+        id=case_id,
+        family="grid_sample",
+        model=lambda: models.GridSample(mode, padding, ac),
+        inputs=(
+            InputSpec(image_kind, (1, channels, *IMAGE)),
+            InputSpec(f"grid:{grid}", (1, *OUT[grid], 2)),
+        ),
+        input_qspecs=io[0],
+        output_qspecs=io[1],
+        options=dict(options or {}),
+        traits=frozenset(traits),
+    )
+
+
+def _cases() -> list[Case]:
+    cases = [
+        grid_case(c, mode, padding, ac, grid)
+        for c in (3, 4)
+        for mode in ("bilinear", "nearest")
+        for padding in ("zeros", "border", "reflection")
+        for ac in (False, True)
+        for grid in GRID_NAMES
+    ]
+    for c in (3, 4):
+        for mode in ("bilinear", "nearest"):
+            # An int8 (SNORM8) grid instead of the default int16.
+            cases += [grid_case(c, mode, "zeros", False, grid, tag="-int8grid", io=(("int8", "int8"), ("int8",)),
+                                options=dict(grid_sampler_grid_input_qspec="int8"))
+                      for grid in ("identity", "rotation", "random")]
+            # The sampler's output left in float (quantize_grid_sample_output=False).
+            cases += [grid_case(c, mode, "zeros", False, grid, tag="-floatout", io=(("int8", "int16"), ("float",)),
+                                options=dict(quantize_grid_sample_output=False))
+                      for grid in ("rotation", "random")]
+    for c in (3, 4):  # other IO: float image, float grid, int16, PT2E off, clipped images
+        cases += [
+            grid_case(c, "bilinear", "zeros", False, "rotation", io=(("float", "int16"), ("int8",))),
+            grid_case(c, "bilinear", "zeros", False, "rotation", io=(("int8", "float"), ("int8",))),
+            grid_case(c, "bilinear", "zeros", False, "rotation", io=(("float", "float"), ("float",))),
+            grid_case(c, "bilinear", "border", False, "random", io=(("int16", "int16"), ("int16",))),
+            grid_case(c, "bilinear", "zeros", False, "rotation", options=dict(enable_pt2e_quantization=False)),
+            grid_case(c, "bilinear", "zeros", False, "random", tag="-clip", image_kind="image_clip"),
+        ]
+    return cases
+
+
+# The grid sampler reference rounds once: 0.5 LSB measured against the float
+# model on dequantized inputs (the oracle's default of 1 LSB holds); on the
+# raw inputs, input quantization adds up to 0.5 LSB (measured 0.92).
+TOLERANCE = family_tolerance(vs_float=Bound(1.5))
+
+FAMILY = Family("grid_sample", __doc__, _cases, TOLERANCE, QUICK)
