@@ -1,1 +1,16 @@
+"""Shared fixtures of the package's tests."""
+
+import pytest
+
+from conformance.oracles import vulkan
+
 pytest_plugins = ("pytester",)
+
+
+@pytest.fixture(scope="module")
+def stack():
+    """The Vulkan stack, or a skip naming what is missing."""
+    try:
+        return vulkan.vulkan_stack()
+    except vulkan.VulkanUnavailable as error:
+        pytest.skip(str(error))

@@ -20,14 +20,6 @@ from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 
 
-@pytest.fixture(scope="module")
-def stack():
-    try:
-        return vulkan.vulkan_stack()
-    except vulkan.VulkanUnavailable as error:
-        pytest.skip(str(error))
-
-
 def test_missing_loader_names_what_to_install(monkeypatch):
     vulkan.vulkan_stack.cache_clear()
     monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)

@@ -28,11 +28,24 @@ from conformance.oracles.vulkan.stack import site_package, vulkan_stack
 from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 
 SHADER = Path(__file__).resolve().parent / "shaders" / "grid_sampler.comp"
+BATCH_COPY_SHADER = Path(__file__).resolve().parent / "shaders" / "batch_copy.comp"
 
 _TENSOR_FORMATS = {"int8": "VK_FORMAT_R8_SINT", "int16": "VK_FORMAT_R16_SINT",
                    "int32": "VK_FORMAT_R32_SINT", "float32": "VK_FORMAT_R32_SFLOAT"}
 #: SNORM image formats of a quantized grid (two components: x, y), by dtype.
 _GRID_IMAGE_FORMATS = {"int16": ("VK_FORMAT_R16G16_SNORM", 32767), "int8": ("VK_FORMAT_R8G8_SNORM", 127)}
+#: SNORM8 / float image formats and the shader's storage-image format
+#: qualifier, by channel count of the sampled image (RGBA is the seed's
+#: contract; one- and two-channel images alias as R / RG texels).
+_IMAGE_FORMATS = {
+    True: {1: ("VK_FORMAT_R8_SNORM", "r8_snorm"), 2: ("VK_FORMAT_R8G8_SNORM", "rg8_snorm"),
+           4: ("VK_FORMAT_R8G8B8A8_SNORM", "rgba8_snorm")},
+    False: {1: ("VK_FORMAT_R32_SFLOAT", "r32f"), 2: ("VK_FORMAT_R32G32_SFLOAT", "rg32f"),
+            4: ("VK_FORMAT_R32G32B32A32_SFLOAT", "rgba32f")},
+}
+#: The element type of ``shaders/batch_copy.comp`` per tensor format.
+_ELEM_TYPES = {"VK_FORMAT_R8_SINT": "int8_t", "VK_FORMAT_R16_SINT": "int16_t", "VK_FORMAT_R32_SINT": "int32_t",
+               "VK_FORMAT_R32_SFLOAT": "float"}
 
 
 def _physical(value, dim_order) -> np.ndarray:
@@ -78,6 +91,12 @@ class ScenarioBuilder:
         self.commands: list[dict] = []
         self.produced: set[str] = set()
         self.layouts: dict[str, tuple[int, ...]] = {}  # uid -> dim order of its bytes
+        # Batch N > 1: per-element tensors of sampled images and the copies
+        # to and from them around the current grid sampler's dispatches.
+        self.elements: list[dict] = []
+        self.bound_to_vgf: set[str] = set()
+        self.copies_in: list[dict] = []
+        self.copies_out: list[dict] = []
 
     def _tensor(self, node, dim_order, fmt: str) -> str:
         uid = f"v_{node.name}"
@@ -96,19 +115,75 @@ class ScenarioBuilder:
         return uid
 
     def _image(self, tensor_uid: str, access: str, fmt: str, sampler: dict | None,
-               components: int = 4) -> str:
+               components: int = 4) -> list[str]:
+        """Images aliasing an NHWC tensor (memory groups), one per batch element.
+
+        A batch of one aliases the tensor itself. With N > 1 each element gets
+        a tensor of its own ([1, H, W, C], aliased by its image at offset 0)
+        and a copy (``shaders/batch_copy.comp``) from the batched tensor before
+        the sampler reads it, or back into it after the sampler wrote it:
+        images at a non-zero memory-group offset of the batched tensor did not
+        see its memory on the emulation layer 0.11 + llvmpipe (measured), and
+        the runner creates single-layer images only.
+        """
         tensor = self.tensors[tensor_uid]
-        n, h, w, c = tensor["dims"]
-        if n != 1 or c != components:
+        n, h, w, c = self._nhwc(tensor_uid)
+        if c != components:
             raise ValueError(
-                f"{tensor_uid}: an image alias needs [1, H, W, {components}], got {tensor['dims']}"
+                f"{tensor_uid}: an image alias needs [N, H, W, {components}], got {tensor['dims']}"
             )
-        group = f"mem_{tensor_uid}"
-        tensor["memory_group"] = {"id": group}
-        image = {"uid": f"img_{tensor_uid}_{access}", "dims": [1, w, h, 1], "format": fmt,
-                 "shader_access": access, "memory_group": {"id": group}, **(sampler or {})}
-        self.images.append(image)
-        return image["uid"]
+        if tensor["dims"] != [n, h, w, c]:  # one channel in NCHW order: the same bytes as NHWC
+            if tensor_uid in self.bound_to_vgf:
+                raise ValueError(f"{tensor_uid}: a VGF binds it as {tensor['dims']}, an image needs NHWC")
+            tensor["dims"] = [n, h, w, c]
+        if n == 1:
+            targets = [tensor]
+        elif tensor["dims"] != [n, h, w, c]:
+            raise ValueError(f"{tensor_uid}: a batch of images needs NHWC dims, got {tensor['dims']}")
+        else:
+            targets = []
+            for b in range(n):
+                element = {"uid": f"{tensor_uid}_b{b}", "dims": [1, h, w, c], "format": tensor["format"],
+                           "shader_access": "readwrite"}
+                self.elements.append(element)
+                targets.append(element)
+                self._copy(tensor_uid, element["uid"], b, (h, w, c), to_batched=access != "readonly")
+        uids = []
+        for b, target in enumerate(targets):
+            group = f"mem_{target['uid']}"
+            target["memory_group"] = {"id": group}
+            image = {"uid": f"img_{target['uid']}_{access}", "dims": [1, w, h, 1], "format": fmt,
+                     "shader_access": access, "memory_group": {"id": group}, **(sampler or {})}
+            self.images.append(image)
+            uids.append(image["uid"])
+        return uids
+
+    def _nhwc(self, tensor_uid: str) -> tuple[int, int, int, int]:
+        """N, H, W, C of an image tensor: NHWC bytes, or a one-channel tensor
+        in NCHW order (the same bytes)."""
+        dims = self.tensors[tensor_uid]["dims"]
+        if self.layouts[tensor_uid] == (0, 1, 2, 3) and dims[1] == 1:
+            n, c, h, w = dims
+            return n, h, w, c
+        return tuple(dims)
+
+    def _copy(self, batched: str, element: str, b: int, hwc: tuple[int, int, int], to_batched: bool) -> None:
+        """A dispatch of ``shaders/batch_copy.comp``: batch element ``b``
+        between ``batched`` and ``element`` (queued before the sampler's
+        dispatches, or after them when ``to_batched``)."""
+        h, w, c = hwc
+        uid = f"copy_{element}"
+        self.others.append({"shader": {
+            "uid": uid, "src": str(BATCH_COPY_SHADER), "type": "GLSL",
+            "build_options": f"-DELEM={_ELEM_TYPES[self.tensors[batched]['format']]}",
+            "specialization_constants": [{"id": 0, "value": b}, {"id": 1, "value": int(to_batched)},
+                                         {"id": 2, "value": h}, {"id": 3, "value": w}, {"id": 4, "value": c}],
+        }})
+        command = {"dispatch_compute": {
+            "shader_ref": uid, "rangeND": [(h * w * c + 63) // 64, 1, 1],
+            "bindings": [{"set": 0, "id": 0, "resource_ref": batched},
+                         {"set": 0, "id": 1, "resource_ref": element}]}}
+        (self.copies_out if to_batched else self.copies_in).append(command)
 
     def add_vgf(self, call) -> None:
         vgf = self.vgf_files[call.index]
@@ -128,6 +203,7 @@ class ScenarioBuilder:
                     f"delegate {call.index}: {node.name} is {self.tensors[uid]['dims']}, "
                     f"the VGF binds {spec['dims']}"
                 )
+            self.bound_to_vgf.add(uid)
             bindings.append({"set": spec["binding"][0], "id": spec["binding"][1], "resource_ref": uid})
         self.produced.update(f"v_{node.name}" for node, _ in call.outputs)
         self.commands.append({vulkan_stack().graph_command: {"graph_ref": graph_uid, "bindings": bindings}})
@@ -153,12 +229,14 @@ class ScenarioBuilder:
             "border_address_mode": "CLAMP_BORDER" if payload.padding_mode == "zeros" else "CLAMP_EDGE",
             "border_color": "FLOAT_TRANSPARENT_BLACK",
         }
-        image = self._image(image_uid, "readonly",
-                            "VK_FORMAT_R8G8B8A8_SNORM" if quantized_image else "VK_FORMAT_R32G32B32A32_SFLOAT",
-                            sampler)
-        output = self._image(out_uid, "writeonly",
-                             "VK_FORMAT_R8G8B8A8_SNORM" if quantized_output else "VK_FORMAT_R32G32B32A32_SFLOAT",
-                             None)
+        channels = self._nhwc(image_uid)[-1]
+        if channels not in _IMAGE_FORMATS[True]:
+            raise ValueError(f"grid sampler {call.index}: no image format for {channels} channels "
+                             f"(1, 2 or 4; RGB is padded to RGBA at export)")
+        image_format, _ = _IMAGE_FORMATS[quantized_image][channels]
+        output_format, output_qualifier = _IMAGE_FORMATS[quantized_output][channels]
+        images = self._image(image_uid, "readonly", image_format, sampler, components=channels)
+        outputs = self._image(out_uid, "writeonly", output_format, None, components=channels)
         grid_quant = payload.grid.quant
         grid_image = grid_quant is not None
         if grid_image:
@@ -168,31 +246,38 @@ class ScenarioBuilder:
                                  f"(scale 1/{qmax}, zero point 0), got {grid_quant}")
             nearest = {"min_filter": "NEAREST", "mag_filter": "NEAREST", "mip_filter": "NEAREST",
                        "border_address_mode": "CLAMP_EDGE"}
-            grid_ref = self._image(grid_uid, "readonly", fmt, nearest, components=2)
+            grids = self._image(grid_uid, "readonly", fmt, nearest, components=2)
         else:
-            grid_ref = grid_uid
-        shader_uid = f"grid_sampler{call.index}"
+            grids = [grid_uid] * len(images)
         options = (f"-DGRID_IMAGE={int(grid_image)} "
-                   f"-DOUT_FORMAT={'rgba8_snorm' if quantized_output else 'rgba32f'} "
+                   f"-DOUT_FORMAT={output_qualifier} "
                    f"-DQUANTIZED_OUTPUT={int(quantized_output)}")
-        self.others.append({"shader": {
-            "uid": shader_uid, "src": str(SHADER), "type": "GLSL", "build_options": options,
-            "specialization_constants": [
-                {"id": 0, "value": int(payload.align_corners)},
-                {"id": 1, "value": {"zeros": 0, "border": 1, "reflection": 2}[payload.padding_mode]},
-                {"id": 2, "value": 0 if linear else 1},
-                {"id": 3, "value": 1.0},
-                {"id": 4, "value": 127.0},
-            ],
-        }})
-        _, ho, wo, _ = self.tensors[out_uid]["dims"]
+        constants = [
+            {"id": 0, "value": int(payload.align_corners)},
+            {"id": 1, "value": {"zeros": 0, "border": 1, "reflection": 2}[payload.padding_mode]},
+            {"id": 2, "value": 0 if linear else 1},
+            {"id": 3, "value": 1.0},
+            {"id": 4, "value": 127.0},
+        ]
+        n, ho, wo, _ = self._nhwc(out_uid)
         self.produced.add(out_uid)
-        self.commands.append({"dispatch_compute": {
-            "shader_ref": shader_uid, "rangeND": [(wo + 7) // 8, (ho + 7) // 8, 1],
-            "bindings": [{"set": 0, "id": 0, "resource_ref": image},
-                         {"set": 0, "id": 1, "resource_ref": grid_ref},
-                         {"set": 0, "id": 2, "resource_ref": output}],
-        }})
+        self.commands += self.copies_in
+        # One dispatch per batch element, over that element's images; a float
+        # grid (a tensor) is read at the element's index (BATCH, constant 5).
+        for b, (image, grid_ref, output) in enumerate(zip(images, grids, outputs)):
+            shader_uid = f"grid_sampler{call.index}" + (f"_b{b}" if n > 1 else "")
+            self.others.append({"shader": {
+                "uid": shader_uid, "src": str(SHADER), "type": "GLSL", "build_options": options,
+                "specialization_constants": constants + ([{"id": 5, "value": b}] if n > 1 else []),
+            }})
+            self.commands.append({"dispatch_compute": {
+                "shader_ref": shader_uid, "rangeND": [(wo + 7) // 8, (ho + 7) // 8, 1],
+                "bindings": [{"set": 0, "id": 0, "resource_ref": image},
+                             {"set": 0, "id": 1, "resource_ref": grid_ref},
+                             {"set": 0, "id": 2, "resource_ref": output}],
+            }})
+        self.commands += self.copies_out
+        self.copies_in, self.copies_out = [], []
 
     def finish(self) -> Path:
         """Write the inputs and the scenario; returns the scenario's path."""
@@ -203,15 +288,19 @@ class ScenarioBuilder:
                 tensor["dst"] = f"{uid}.out.npy"
                 continue
             node = next(n for n in self.program.values if f"v_{n.name}" == uid)
-            np.save(self.workdir / f"{uid}.in.npy", _physical(self.program.values[node], self.layouts[uid]))
+            value = _physical(self.program.values[node], self.layouts[uid])
             # The runner copies a tensor's .npy flat, ignoring the row pitch of
-            # an image aliasing it; an image's .npy goes through a proper copy.
+            # an image aliasing it; an image's .npy goes through a proper copy
+            # (as [1, H, W, C]: a one-channel NCHW tensor has the same bytes).
             target = image_of.get(tensor.get("memory_group", {}).get("id"), tensor)
+            if target is not tensor:
+                value = value.reshape(1, target["dims"][2], target["dims"][1], -1)
+            np.save(self.workdir / f"{uid}.in.npy", value)
             target["src"] = f"{uid}.in.npy"
             tensor["shader_access"] = "readonly" if target is tensor else tensor["shader_access"]
         scenario = {
             "resources": self.others + [{"image": i} for i in self.images]
-            + [{"tensor": t} for t in self.tensors.values()],
+            + [{"tensor": t} for t in [*self.tensors.values(), *self.elements]],
             "commands": self.commands,
         }
         self.scenario.write_text(json.dumps(scenario, indent=1))
@@ -228,7 +317,8 @@ class ScenarioBuilder:
     def expected(self) -> dict[str, np.ndarray]:
         """The same values from the TOSA-reference run, in the same layout."""
         by_uid = {f"v_{n.name}": v for n, v in self.program.values.items()}
-        return {uid: _physical(by_uid[uid], self.layouts[uid]) for uid in sorted(self.produced)}
+        return {uid: _physical(by_uid[uid], self.layouts[uid]).reshape(self.tensors[uid]["dims"])
+                for uid in sorted(self.produced)}
 
 
 def _add_grid_sampler(builder: ScenarioBuilder, call) -> None:

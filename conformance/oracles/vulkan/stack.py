@@ -91,7 +91,11 @@ def _layer_dirs(deploy: Path) -> list[str]:
         data["layer"]["library_path"] = str(deploy / "lib" / Path(data["layer"]["library_path"]).name)
         target = root / sub
         target.mkdir(parents=True, exist_ok=True)
-        (target / manifest).write_text(json.dumps(data, indent=2))
+        # Several workers may write the same manifest at once: write a private
+        # file and rename it, so a reader never sees a half-written one.
+        private = target / f".{manifest}.{os.getpid()}"
+        private.write_text(json.dumps(data, indent=2))
+        os.replace(private, target / manifest)
         dirs.append(str(target))
     return dirs
 

@@ -5,14 +5,19 @@
 //
 //   binding 0: sampler2D image: an R8G8B8A8_SNORM image aliasing the int8
 //              NHWC [1, H, W, 4] input tensor (scale 1/127, zero point 0 is
-//              exactly SNORM8), or R32G32B32A32_SFLOAT over a float32 tensor.
+//              exactly SNORM8), or R32G32B32A32_SFLOAT over a float32 tensor
+//              (R8_SNORM / R8G8_SNORM, R32_SFLOAT / R32G32_SFLOAT for one- and
+//              two-channel images). With a batch N > 1 the scenario dispatches
+//              the shader once per batch element, over images aliasing that
+//              element's slice of each tensor (a memory-group offset).
 //              The scenario sets the sampler: LINEAR or NEAREST filter,
 //              CLAMP_BORDER (transparent black) for zeros padding, else CLAMP_EDGE.
 //   binding 1: the grid [1, Ho, Wo, 2] (x, y). Quantized (SNORM16 at 1/32767
 //              or SNORM8 at 1/127): an R16G16_SNORM / R8G8_SNORM image aliasing
 //              the grid tensor, read with texelFetch: the SNORM conversion is
 //              exactly the dequantization. Float: tensorARM<float, 4>.
-//   binding 2: the output image (rgba8_snorm or rgba32f) aliasing the output tensor.
+//   binding 2: the output image (rgba8_snorm or rgba32f; r8_snorm, rg8_snorm,
+//              r32f, rg32f for one or two channels) aliasing the output tensor.
 //
 // Build options: -DGRID_IMAGE=0|1, -DOUT_FORMAT=rgba8_snorm|rgba32f,
 // -DQUANTIZED_OUTPUT=0|1.
@@ -27,6 +32,7 @@
 //   3 GRID_SCALE float (unused: kept for the binding layout of older scenarios)
 //   4 OUT_INV_SCALE 1/output scale (127 for SNORM8); the shader rounds half to
 //     even like torch's quantize and stores exact k/127 values.
+//   5 BATCH the batch element a float grid tensor is read at (default 0).
 #extension GL_ARM_tensors : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 
@@ -47,6 +53,7 @@ layout(constant_id = 1) const int PADDING = 0;
 layout(constant_id = 2) const int MODE = 0;
 layout(constant_id = 3) const float GRID_SCALE = 3.0518509447574615e-05;
 layout(constant_id = 4) const float OUT_INV_SCALE = 127.0;
+layout(constant_id = 5) const int BATCH = 0;
 
 layout(set = 0, binding = 0) uniform sampler2D image_in;
 #if GRID_IMAGE
@@ -92,8 +99,8 @@ void main() {
     vec2 g = texelFetch(grid, o, 0).xy;
 #else
     vec2 g;
-    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 0u), g.x);
-    tensorReadARM(grid, uint[](0u, uint(o.y), uint(o.x), 1u), g.y);
+    tensorReadARM(grid, uint[](uint(BATCH), uint(o.y), uint(o.x), 0u), g.x);
+    tensorReadARM(grid, uint[](uint(BATCH), uint(o.y), uint(o.x), 1u), g.y);
 #endif
     ivec2 in_size = textureSize(image_in, 0);
     float ix = source_index(g.x, in_size.x);
