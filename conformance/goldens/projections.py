@@ -203,7 +203,9 @@ def golden_tosa(summary: dict) -> dict:
 
 def golden_vgf(summary: dict) -> dict:
     """What a golden keeps of a VGF summary: the segment sequence and each
-    segment's bindings (category, format, shape) and constant count."""
+    segment's bindings (category, format, shape), the hash of its module's
+    SPIR-V code and of each of its constants (a converter that emits other
+    code or other weights for the same graph shows here)."""
 
     def binding(b: dict) -> str:
         shape = "x".join(str(x) for x in b.get("shape") or [])
@@ -220,6 +222,8 @@ def golden_vgf(summary: dict) -> dict:
                 "inputs": [binding(b) for b in seg["inputs"]],
                 "outputs": [binding(b) for b in seg["outputs"]],
                 "constants": len(seg["constants"]),
+                "code_hash": seg["module"].get("code_hash"),
+                "constant_hashes": [c.get("hash") for c in seg["constants"]],
             }
             for seg in summary["segments"]
         ],

@@ -3,18 +3,22 @@
 ``summarize_vgf(path)`` runs the ``vgf_dump`` binary shipped in
 ai-ml-sdk-vgf-library and condenses its JSON: the model sequence's segments,
 their modules and bindings (resource category, Vulkan format, shape), and the
-constants. No file paths. The ``vgf`` section of a golden keeps part of it
+constants, with hashes of each module's SPIR-V code and each constant's bytes.
+No file paths. The ``vgf`` section of a golden keeps part of it
 (:func:`conformance.goldens.sections.golden_vgf`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from conformance.text import tail
 
@@ -46,6 +50,19 @@ def vgf_dump_json(path: str, timeout: float = 60) -> dict:
     if p.returncode != 0:
         raise RuntimeError(f"vgf_dump failed rc={p.returncode}: {tail(p.stderr.decode(errors='replace'))}")
     return json.loads(p.stdout)
+
+
+def _dumped_hash(path: str, flag: str, index: int, timeout: float = 60) -> str:
+    """sha256 (16 hex digits) of what ``vgf_dump --dump-spirv|--dump-constant
+    INDEX`` writes: a module's SPIR-V code or a constant's raw bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "dump.bin"
+        p = subprocess.run([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
+                           capture_output=True, timeout=timeout)
+        if p.returncode != 0 or not out.exists():
+            raise RuntimeError(f"vgf_dump {flag} {index} failed rc={p.returncode}: "
+                               f"{tail(p.stderr.decode(errors='replace'))}")
+        return hashlib.sha256(out.read_bytes()).hexdigest()[:16]
 
 
 def _descriptor_set(index: int, info, binding) -> dict:
@@ -87,6 +104,9 @@ def summarize_vgf(path: str) -> dict:
             "module": {
                 "type": m.get("type"), "name": m.get("name"), "entry_point": m.get("entry_point"),
                 "shader_type": m.get("shader_type"), "has_code": m.get("shader_code_available"),
+                # The module's code (SPIR-V: the graph or the compute shader) by hash.
+                "code_hash": _dumped_hash(path, "--dump-spirv", m["index"])
+                if m.get("shader_code_available") and m.get("shader_type") == "SPIR-V" else None,
             },
             "inputs": [binding(b) for b in s.get("inputs", [])],
             "outputs": [binding(b) for b in s.get("outputs", [])],
@@ -95,7 +115,8 @@ def summarize_vgf(path: str) -> dict:
             "constants": [
                 {"shape": res(consts.get(ci, {}).get("mrt_index")).get("shape"),
                  "vk_format": res(consts.get(ci, {}).get("mrt_index")).get("vk_format"),
-                 "sparsity_dimension": consts.get(ci, {}).get("sparsity_dimension")}
+                 "sparsity_dimension": consts.get(ci, {}).get("sparsity_dimension"),
+                 "hash": _dumped_hash(path, "--dump-constant", ci)}
                 for ci in s.get("constants", [])
             ],
             "dispatch_shape": s.get("dispatch_shape"),
