@@ -158,3 +158,45 @@ def test_a_pte_whose_output_layout_is_flipped_fails_test_pte(tmp_path):
     flipped = run_case(CASES[case_id], tmp_path / "flipped", disable_workarounds=("pte-delegate-layouts",))
     message = _failures(flipped, (suite.test_pte,))["test_pte"]
     assert case_id in message and "dim_order=[0, 1, 2, 3]" in message and "dim_order=[0, 2, 3, 1]" in message
+
+
+def test_a_tosa_version_change_fails_the_golden_and_names_the_section(tmp_path, monkeypatch):
+    """A new serializer that writes another TOSA version: the programs may be
+    the same, the golden's tosa section says which version changed."""
+    import json
+
+    from conformance.goldens import golden_path, tosa_reader
+
+    case_id = "resize-bilinear-ac0-up2-int8io"
+    real = tosa_reader.summarize_tosa
+
+    def newer(data, **kwargs):
+        return {**real(data, **kwargs), "tosa_version": "1.1.0"}
+
+    monkeypatch.setattr(tosa_reader, "summarize_tosa", newer)
+    run = run_case(CASES[case_id], tmp_path)
+    stored = json.loads(golden_path(case_id).read_text())
+    try:
+        suite.test_golden(run, stored, _request())
+    except AssertionError as error:
+        message = str(error)
+    else:
+        raise AssertionError("test_golden passed with another TOSA version")
+    assert f"golden of {case_id} changed in sections ['tosa']" in message
+    assert f"-k '{case_id}' --snapshot-update" in message  # how to accept it
+    assert run.golden["tosa"][0]["tosa_version"] == "1.1.0" != stored["tosa"][0]["tosa_version"]
+
+
+def test_16bit_activations_that_fall_back_to_8_bits_fail_the_a16w8_bounds(tmp_path, monkeypatch):
+    """If the a16w8 config silently stopped applying (activations back to int8
+    while the IO stays int16), the a16w8 family's 16-bit bounds catch it."""
+    from executorch.backends.arm.quantizer import get_symmetric_quantization_config
+
+    from conformance.cases import case as case_module
+
+    case_id = "a16w8-resize-bilinear-ac0-up2-int16io"
+    monkeypatch.setitem(case_module.QUANT_CONFIGS, "a16w8", (get_symmetric_quantization_config, "int16"))
+    failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
+    assert set(failed) >= {"test_numerics_vs_float_dq", "test_numerics_vs_float"}
+    message = failed["test_numerics_vs_float"]
+    assert case_id in message and "stage 'run'" in message and "vs_float: max error" in message

@@ -118,3 +118,14 @@ def test_tolerance_sources_name_the_family_and_the_oracle_default():
     assert tolerance.bounds["vs_float"].max_lsb == 1.5  # the family's own
     assert tolerance.bounds["vs_fake_quant"] == ORACLES["vs_fake_quant"].default  # the oracle's
     assert tolerance.sources["vs_float.max_lsb"] == "grid_sample default"
+
+
+def test_a_vulkan_divergence_can_be_a_strict_expectation():
+    expect = Expectation("run", r"elements differ", "a known runtime difference", checks=("vulkan",))
+    assert expect.applies_to("test_vulkan") and not expect.applies_to("test_numerics_vs_float")
+    run = runner.CaseRun(case=dataclasses.replace(CASES["resize-bilinear-ac0-up2-int8io"], expect=expect),
+                         artifacts=runner.Path("/nowhere"), stage="run")
+    with pytest.raises(runner.ExpectedStageFailure, match="a known runtime difference"):
+        run.fail_check("vulkan", "Vulkan", "v_out (int8): 3 of 96 elements differ")
+    with pytest.raises(CaseFailure, match="stage 'run', Vulkan"):
+        run.fail_check("vulkan", "Vulkan", "the runner crashed")

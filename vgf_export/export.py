@@ -202,7 +202,7 @@ def _check_arguments(
             f"quantization is enabled, got {len(quantized_input_qspecs)} qspecs for "
             f"{len(example_inputs)} inputs"
         )
-    known = {name for name, _ in model.named_modules() if name}
+    known = {name for name, _ in model.named_modules()}  # "" is the whole model
     unknown = sorted(set(module_name_quant_configs) - known)
     if unknown:
         raise ValueError(

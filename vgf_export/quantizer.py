@@ -95,6 +95,11 @@ class VgfQuantizerWrapper(VgfQuantizer):
         output_node = model.graph.output_node()
         for parent, qspec in zip(graph_outputs(model), self._output_qspecs):
             annotation = _annotation(output_node)
+            # Keep the caller's output qspec even where the producer's qspec has the same
+            # dtype, range and scheme (an a16w8 layer before an SNORM16 output): torchao's
+            # implicit sharing would merge the output into the producer's observer and
+            # drop the qspec silently (the output scale then follows calibration).
+            annotation.allow_implicit_sharing = False
             if qspec is None:
                 annotation.input_qspec_map.pop(parent, None)
             else:

@@ -31,6 +31,21 @@ from vgf_export import names, snorm_qspec
 #: IO qspec names used in cases: SNORM8, SNORM16, or float (None).
 QSPECS = {"int8": lambda: snorm_qspec(8), "int16": lambda: snorm_qspec(16), "float": lambda: None}
 
+
+
+def _a16w8():
+    from executorch.backends.arm.quantizer import get_symmetric_a16w8_quantization_config
+
+    # epsilon is the observers' minimum scale: its default 2**-12 would hold [-1, 1]
+    # activations at 8 SNORM16 steps; 2**-16 lets them reach 1/32767.
+    return get_symmetric_a16w8_quantization_config(epsilon=2.0 ** -16)
+
+
+#: Whole-model quantization configs a case can name (``options["quant_config"]``),
+#: and the precision its activations compute at. Without one the model is int8
+#: inside (the reference export script's config).
+QUANT_CONFIGS = {"a16w8": (_a16w8, "int16")}
+
 #: The stages of a case, in order: the export flow's, then "run" (the
 #: lowered program executed by the oracles).
 STAGES = (*names.STAGES, "run")
@@ -44,8 +59,9 @@ EXPORT_ONLY_TESTS = ("test_export", "test_delegation", "test_golden")
 
 def run_checks() -> dict[str, str]:
     """The checks of a run an Expectation can name, and the test of each:
-    each oracle's comparison, and the shipped program on ExecuTorch's runtime."""
-    return {**{o.name: o.test_name for o in ORACLES.values()}, "pte": "test_pte"}
+    each oracle's comparison, the shipped program on ExecuTorch's runtime, and
+    the program on Vulkan."""
+    return {**{o.name: o.test_name for o in ORACLES.values()}, "pte": "test_pte", "vulkan": "test_vulkan"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,13 +138,23 @@ class Case:
     #: None: the case is expected to be delegated (nothing but Q/DQ on the CPU);
     #: else why every op is expected to stay on the CPU.
     stays_on_cpu: str | None = None
+    #: A partial delegation: the compute ops (export report names, e.g.
+    #: "aten.index.Tensor") expected on the CPU beside the delegates, exactly;
+    #: ``cpu_ops_reason`` says why.
+    cpu_ops: tuple[str, ...] = ()
+    cpu_ops_reason: str | None = None
 
     def __post_init__(self) -> None:
+        if bool(self.cpu_ops) != bool(self.cpu_ops_reason) or (self.cpu_ops and self.stays_on_cpu):
+            raise ValueError(f"{self.id}: cpu_ops needs cpu_ops_reason (and neither goes with stays_on_cpu)")
         if not ID_PATTERN.fullmatch(self.id):
             raise ValueError(f"case id {self.id!r} must be lowercase letters, digits, '-', '_', '.'")
         if len(self.input_qspecs) != len(self.inputs):
             raise ValueError(f"{self.id}: one input qspec per input, got {len(self.input_qspecs)} "
                              f"for {len(self.inputs)} inputs")
+        if self.options.get("quant_config", "a16w8") not in QUANT_CONFIGS:
+            raise ValueError(f"{self.id}: options['quant_config'] must be one of {sorted(QUANT_CONFIGS)}, "
+                             f"got {self.options['quant_config']!r}")
         unknown = set(self.input_qspecs + self.output_qspecs) - set(QSPECS)
         if unknown:
             raise ValueError(f"{self.id}: qspecs must be among {sorted(QSPECS)}, got {sorted(unknown)}")
@@ -146,6 +172,9 @@ class Case:
         if self.quantized:
             kwargs["quantized_input_qspecs"] = [QSPECS[q]() for q in self.input_qspecs]
             kwargs["quantized_output_qspecs"] = [QSPECS[q]() for q in self.output_qspecs]
+        if "quant_config" in kwargs:  # "" names the whole model
+            make, _ = QUANT_CONFIGS[kwargs.pop("quant_config")]
+            kwargs["module_name_quant_configs"] = {"": make()}
         if "grid_sampler_grid_input_qspec" in kwargs:
             kwargs["grid_sampler_grid_input_qspec"] = QSPECS[kwargs["grid_sampler_grid_input_qspec"]]()
         return kwargs
@@ -157,14 +186,18 @@ class Case:
         if (not self.quantized or "float" in self.input_qspecs + self.output_qspecs
                 or self.options.get("quantize_grid_sample_output") is False):
             traits.add("float-io")
-        if self.quantized and "int16" in self.input_qspecs + self.output_qspecs:
+        if (self.internal_precision == "int8"
+                and "int16" in self.input_qspecs + self.output_qspecs):
             traits.add("int8-internal")
         return frozenset(traits)
 
     @property
     def internal_precision(self) -> str:
-        """The precision the lowered program computes at (what int16 IO carries)."""
-        return "int8" if self.quantized else "float32"
+        """The precision the lowered program's activations compute at (what int16 IO carries)."""
+        if not self.quantized:
+            return "float32"
+        config = self.options.get("quant_config")
+        return QUANT_CONFIGS[config][1] if config else "int8"
 
     def get_tolerance(self, output: int = 0):
         """The tolerance of one output (see conformance.cases.tolerances)."""
@@ -183,7 +216,7 @@ class Case:
             "options": {k: v for k, v in sorted(self.options.items())},
             "traits": sorted(self.all_traits),
             "internal_precision": self.internal_precision,
-            "expected_delegation": "cpu" if self.stays_on_cpu else "delegated",
+            "expected_delegation": "cpu" if self.stays_on_cpu else "partial" if self.cpu_ops else "delegated",
         }
 
 

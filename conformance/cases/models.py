@@ -159,3 +159,55 @@ class TwoInTwoOut(nn.Module):
         down = F.interpolate(mixed, scale_factor=0.5, mode="bilinear", align_corners=False)
         up = F.interpolate(b, scale_factor=2.0, mode="nearest")
         return down, up
+
+
+def _base_grid(n: int, h: int, w: int) -> torch.Tensor:
+    """The identity sampling grid [n, h, w, 2] (x, y) of align_corners=False:
+    pixel centres, as frame-interpolation models build it."""
+    xs = torch.linspace(-1 + 1 / w, 1 - 1 / w, w)
+    ys = torch.linspace(-1 + 1 / h, 1 - 1 / h, h)
+    gy, gx = torch.meshgrid(ys, xs, indexing="ij")
+    return torch.stack((gx, gy), dim=-1).unsqueeze(0).expand(n, h, w, 2)
+
+
+class BaseGridFlowWarp(_Described):
+    """The frame-interpolation warp: a constant base grid plus a predicted
+    flow at the image's resolution, ``grid_sample(image, base + flow.permute(0, 2, 3, 1))``.
+
+    ``base``: "buffer" (a registered buffer built for ``size`` and ``batch``)
+    or "linspace" (built in ``forward`` with ``torch.linspace``/``meshgrid``).
+    """
+
+    PARAMS = ("mode", "padding_mode", "base", "size", "batch")
+
+    def __init__(self, mode: str = "bilinear", padding_mode: str = "border", base: str = "buffer",
+                 size: tuple[int, int] = (12, 16), batch: int = 1) -> None:
+        super().__init__()
+        if base not in ("buffer", "linspace"):
+            raise ValueError(f"BaseGridFlowWarp: base must be 'buffer' or 'linspace', got {base!r}")
+        self.mode, self.padding_mode, self.base = mode, padding_mode, base
+        self.size, self.batch = tuple(size), batch
+        if base == "buffer":
+            self.register_buffer("base_grid", _base_grid(batch, *size).contiguous())
+
+    def forward(self, image: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+        n, _, h, w = flow.shape
+        base = self.base_grid if self.base == "buffer" else _base_grid(n, h, w)
+        grid = base + flow.permute(0, 2, 3, 1)
+        return F.grid_sample(image, grid, mode=self.mode, padding_mode=self.padding_mode, align_corners=False)
+
+
+class ModeChain(_Described):
+    """Resizes in a row, each with its own mode: ``steps`` of (mode, scale factor)."""
+
+    PARAMS = ("steps",)
+
+    def __init__(self, steps: tuple[tuple[str, float], ...] = (("bilinear", 2.0), ("nearest", 0.5))) -> None:
+        super().__init__()
+        self.steps = tuple((str(m), float(f)) for m, f in steps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for mode, factor in self.steps:
+            ac = False if mode == "bilinear" else None
+            x = F.interpolate(x, scale_factor=factor, mode=mode, align_corners=ac)
+        return x

@@ -2,10 +2,12 @@
 padding modes, both align_corners, four grids (identity, zoom, rotation,
 random); an int8 (SNORM8) grid instead of the int16 (SNORM16) default; the
 sampler's output left in float; float, int16 and mixed IO, PT2E off; clipped
-images.
+images; batch 2 and 4; grids larger and smaller than the image; coordinates
+beyond [-1, 1]; one- and two-channel images.
 
 Traits this family gives its cases: ``int8-grid`` / ``int8-grid-nearest``
-(an SNORM8 grid), ``clipped-inputs``.
+(an SNORM8 grid), ``clipped-inputs``, ``clipped-grid`` /
+``clipped-grid-nearest`` (the SNORM16 grid clips coordinates beyond [-1, 1]).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ IMAGE = (12, 16)  # H, W of the sampled image (non-square on purpose)
 #: sampling of a quantized grid picks either neighbour.
 OUT = {"identity": IMAGE, "zoom": IMAGE, "rotation": (6, 10), "random": (6, 10)}
 GRID_NAMES = ("identity", "zoom", "rotation", "random")
+#: Grids beyond the named ones, as input kinds: "beyond" is uniform in
+#: [-1.25, 1.25] (the ``image_clip`` input kind), so a third of the
+#: coordinates fall outside the image and the padding mode decides.
+GRID_INPUT = {"beyond": ("image_clip",)}
+OUT["beyond"] = OUT["random"]
 #: The default IO: an SNORM8 image, an SNORM16 grid, an SNORM8 output.
 DEFAULT_IO = (("int8", "int16"), ("int8",))
 
@@ -37,16 +44,24 @@ QUICK = frozenset({
 
 
 def grid_case(channels: int, mode: str, padding: str, ac: bool, grid: str, *,
-              tag: str = "", io=DEFAULT_IO, options=None, image_kind="image") -> Case:
-    """One grid_sample case; ``int8io`` in its id stands for the default IO."""
-    color = {3: "rgb", 4: "rgba"}[channels]
-    base = f"grid-{color}-{mode}-{padding}-ac{int(ac)}-{grid}{tag}"
+              tag: str = "", io=DEFAULT_IO, options=None, image_kind="image", batch: int = 1,
+              out: tuple[int, int] | None = None, traits=()) -> Case:
+    """One grid_sample case; ``int8io`` in its id stands for the default IO.
+
+    ``batch``: N of image and grid (``-n2`` in the id); ``out``: the grid's
+    (and output's) H, W instead of the grid's default (``-out24x32``);
+    ``grid="beyond"``: uniform coordinates in [-1.25, 1.25] (beyond the
+    image, where the padding mode decides)."""
+    color = {1: "c1", 2: "c2", 3: "rgb", 4: "rgba"}[channels]
+    size = f"-out{out[0]}x{out[1]}" if out else ""
+    batch_tag = f"-n{batch}" if batch != 1 else ""
+    base = f"grid-{color}-{mode}-{padding}-ac{int(ac)}-{grid}{size}{batch_tag}{tag}"
     case_id = f"{base}-int8io" if io == DEFAULT_IO else f"{base}-{io_suffix(*io)}"
     if options and options.get("enable_pt2e_quantization") is False:
         case_id = f"{base}-fp"
     if tag == "-floatout":
         case_id = base
-    traits = set()
+    traits = set(traits)
     if (options or {}).get("grid_sampler_grid_input_qspec") == "int8":
         traits.add("int8-grid-nearest" if mode == "nearest" else "int8-grid")
     if image_kind == "image_clip":
@@ -56,8 +71,8 @@ def grid_case(channels: int, mode: str, padding: str, ac: bool, grid: str, *,
         family="grid_sample",
         model=lambda: models.GridSample(mode, padding, ac),
         inputs=(
-            InputSpec(image_kind, (1, channels, *IMAGE)),
-            InputSpec(f"grid:{grid}", (1, *OUT[grid], 2)),
+            InputSpec(image_kind, (batch, channels, *IMAGE)),
+            InputSpec(*GRID_INPUT.get(grid, (f"grid:{grid}",)), (batch, *(out or OUT[grid]), 2)),
         ),
         input_qspecs=io[0],
         output_qspecs=io[1],
@@ -94,7 +109,44 @@ def _cases() -> list[Case]:
             grid_case(c, "bilinear", "zeros", False, "rotation", options=dict(enable_pt2e_quantization=False)),
             grid_case(c, "bilinear", "zeros", False, "random", tag="-clip", image_kind="image_clip"),
         ]
+    return cases + _dimension_cases()
+
+
+def _dimension_cases() -> list[Case]:
+    """Batch, grid size, coordinates beyond [-1, 1], one- and two-channel images."""
+    cases = [
+        # Batch > 1: one image per batch element on Vulkan.
+        grid_case(4, "bilinear", "zeros", False, "rotation", batch=2),
+        grid_case(3, "nearest", "border", True, "random", batch=2),
+        grid_case(4, "bilinear", "reflection", False, "random", batch=4),
+        grid_case(4, "bilinear", "zeros", False, "rotation", batch=2, tag="-floatout", io=(("int8", "int16"), ("float",)),
+                  options=dict(quantize_grid_sample_output=False)),
+        # A grid (and output) larger and smaller than the image.
+        grid_case(4, "bilinear", "border", False, "rotation", out=(24, 32)),
+        grid_case(3, "nearest", "zeros", True, "random", out=(24, 32)),
+        grid_case(4, "bilinear", "zeros", False, "random", out=(3, 5)),
+    ]
+    # Coordinates beyond [-1, 1]. The SNORM16 grid qspec clips them to [-1, 1]
+    # by design (also behind a float grid input: the sampler's grid qspec
+    # quantizes it inside): border padding gives the same result (ac0: -1 is
+    # already half a texel beyond the edge), zeros and reflection do not
+    # (the ``clipped-grid`` trait). PT2E off keeps the coordinates.
+    cases += [grid_case(4, "bilinear", padding, False, "beyond", traits=traits)
+              for padding, traits in (("zeros", ("clipped-grid",)), ("border", ()),
+                                      ("reflection", ("clipped-grid",)))]
+    cases += [grid_case(3, "nearest", "reflection", True, "beyond", traits=("clipped-grid-nearest",))]
+    cases += [grid_case(4, "bilinear", padding, False, "beyond", options=dict(enable_pt2e_quantization=False))
+              for padding in ("zeros", "reflection")]
+    # One- and two-channel images.
+    cases += [grid_case(c, mode, "zeros", False, "rotation") for c in (1, 2) for mode in ("bilinear", "nearest")]
     return cases
+
+
+DIMENSION_QUICK = frozenset({
+    "grid-rgba-bilinear-zeros-ac0-rotation-n2-int8io",
+    "grid-rgba-bilinear-zeros-ac0-beyond-int8io",
+    "grid-c1-bilinear-zeros-ac0-rotation-int8io",
+})
 
 
 # The grid sampler reference rounds once: 0.5 LSB measured against the float
@@ -102,4 +154,4 @@ def _cases() -> list[Case]:
 # raw inputs, input quantization adds up to 0.5 LSB (measured 0.92).
 TOLERANCE = family_tolerance(vs_float=Bound(1.5))
 
-FAMILY = Family("grid_sample", __doc__, _cases, TOLERANCE, QUICK)
+FAMILY = Family("grid_sample", __doc__, _cases, TOLERANCE, QUICK | DIMENSION_QUICK)

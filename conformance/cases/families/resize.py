@@ -1,11 +1,14 @@
 """Resizes (``F.interpolate``): bilinear with align_corners False and True,
 and nearest; scale factors and sizes, per axis; factors whose output is not an
-exact multiple; int8, int16, float and mixed IO, PT2E off; clipped inputs.
+exact multiple; int8, int16, float and mixed IO, PT2E off; clipped inputs;
+1 to 16 channels, 1x1 inputs and outputs, odd widths, 256x256 and 270x480
+images; nearest-exact, bicubic and antialiased bilinear.
 
 Traits this family gives its cases: ``split-resize`` (a bilinear downscale by
 16 or more, which the reference script splits), ``align-corners-resize``,
 ``clipped-inputs``. Cases the VGF partitioner keeps on the CPU declare why
-(:func:`cpu_reason`, the TOSA RESIZE rule).
+(:func:`cpu_reason`, the TOSA RESIZE rule); modes torch decomposes into gathers
+are partly delegated and declare their CPU ops (:data:`PARTLY_DELEGATED`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,48 @@ SIZES = [
 NONEXACT = [((7, 7), F(3, 2)), ((9, 13), F(3, 2)), ((20, 17), F(3, 10)), ((10, 13), F(7, 10)),
             ((5, 7), F(5, 2)), ((10, 11), F(1, 3))]
 
+#: (mode, factor, channels): channel counts other than 4.
+CHANNELS = [
+    ("bilinear-ac0", F(2), 1), ("bilinear-ac0", F(2), 2), ("bilinear-ac0", F(2), 3),
+    ("bilinear-ac0", F(2), 8), ("bilinear-ac0", F(2), 16),
+    ("bilinear-ac0", F(1, 2), 1), ("bilinear-ac0", F(1, 2), 3), ("bilinear-ac0", F(1, 2), 16),
+    ("nearest", F(2), 1), ("nearest", F(2), 3), ("nearest", F(2), 8),
+]
+#: (mode, input HxW, output HxW): 1x1 inputs, 1x1 outputs of non-square inputs.
+EDGE_SIZES = [
+    ("bilinear-ac0", (1, 1), (5, 7)), ("bilinear-ac1", (1, 1), (5, 7)), ("nearest", (1, 1), (5, 7)),
+    ("bilinear-ac0", (6, 10), (1, 1)), ("nearest", (6, 10), (1, 1)), ("bilinear-ac0", (13, 40), (1, 1)),
+]
+#: (mode, input HxW, factor): odd, non-square widths (no multiple of 4 or 16).
+ODD_WIDTHS = [
+    ("bilinear-ac0", (9, 31), F(2)), ("bilinear-ac0", (9, 31), F(1, 2)),
+    ("bilinear-ac0", (13, 17), F(2)), ("bilinear-ac0", (13, 17), F(1, 2)),
+    ("bilinear-ac0", (7, 45), F(2)), ("bilinear-ac0", (7, 45), F(1, 2)),
+    ("nearest", (9, 31), F(2)), ("nearest", (13, 17), F(1, 2)), ("nearest", (7, 45), F(2)),
+    ("bilinear-ac1", (13, 17), F(2)), ("bilinear-ac1", (7, 45), F(1, 2)),
+]
+#: (mode, input HxW, factor): 256x256 and 480x270 (HxW 270x480) thumbnails, and
+#: the smallest split of a factor whose output is not an exact multiple (31x31).
+LARGE = [
+    ("bilinear-ac0", (31, 31), F(1, 16)),
+    ("bilinear-ac0", (256, 256), F(1, 16)), ("bilinear-ac0", (256, 256), F(1, 64)),
+    ("bilinear-ac0", (270, 480), F(1, 16)), ("bilinear-ac0", (270, 480), F(1, 64)),
+    ("nearest", (256, 256), F(1, 16)), ("nearest", (270, 480), F(1, 64)),
+    ("bilinear-ac1", (256, 256), F(1, 16)),
+]
+#: Modes beyond MODES, at a few factors.
+OTHER_MODES = {
+    "nearest-exact": dict(mode="nearest-exact"),
+    "bicubic-ac0": dict(mode="bicubic", align_corners=False),
+    "bicubic-ac1": dict(mode="bicubic", align_corners=True),
+    "bilinear-ac0-aa": dict(mode="bilinear", align_corners=False, antialias=True),
+}
+MODE_FACTORS = [
+    ("nearest-exact", F(2)), ("nearest-exact", F(1, 2)), ("nearest-exact", F(2, 3)),
+    ("bicubic-ac0", F(2)), ("bicubic-ac0", F(1, 2)), ("bicubic-ac1", F(2)),
+    ("bilinear-ac0-aa", F(1, 2)), ("bilinear-ac0-aa", F(1, 4)), ("bilinear-ac0-aa", F(2)),
+]
+
 #: ExecuTorch 1.5.1 lowers bilinear (align_corners=False) with the output/input
 #: size ratio even when a scale factor is given; PyTorch samples with the factor.
 #: The bilinear-scale-factor workaround corrects it; the "-upstream" cases show
@@ -62,7 +107,37 @@ _ONE_BY_ONE_PTE = (
     "has the same strides either way), and the portable upsample kernel refuses tensors of "
     "different dim orders (InvalidArgument): the shipped program.pte does not run")
 
+_SPLIT_FACTOR_IGNORED = (
+    "the resize-split workaround (vgf_export.passes) rebuilds a bilinear downscale by 16 or more "
+    "from sizes; where floor(in * s) is not an exact multiple (31 * 1/16 -> 1, 270 * 1/16 -> 16, "
+    "270x480 * 1/64 -> 4x7) the stages sample with the size ratio (270/16) and PyTorch with the "
+    "factor (16): pixels of other rows (41 to 197 LSB against float; the PT2E program is split "
+    "too, so vs_fake_quant agrees). See docs/divergences.md")
+_IO_PARAMS_LIFTED = (
+    "bicubic decomposes into ops with lifted tensor constants; ExecuTorch's "
+    "extract_io_quant_params keys the input's quant params by the first placeholder "
+    "(_lifted_tensor_constant0), not by the user input x, so the input is fed unquantized and "
+    "the TOSA reference model refuses it. With the params keyed right the delegates equal "
+    "fake-quant (0 LSB). See docs/divergences.md")
+
+_CPU_OUTPUT_LAYOUT = (
+    "the output comes from a CPU op (the gather of nearest-exact's decomposition): "
+    "to_executorch() re-derives its layout from the op's fake kernel, which returns a "
+    "contiguous tensor, so program.pte declares the output NCHW while the exported program "
+    "marks it NHWC (the channels-last contract of the reference export script); the "
+    "pte-delegate-layouts workaround pins delegate outputs only. See docs/divergences.md")
+
 EXPECTATIONS = {
+    **{f"resize-nearest-exact-{f}-int8io": Expectation(
+        "run", r"program\.pte declares .*'output': \['int8\[[0-9x]+\] dim_order=\[0, 1, 2, 3\]'\]",
+        _CPU_OUTPUT_LAYOUT, checks=("pte",))
+       for f in ("up2", "down2", "x2_3")},
+    **{f"resize-bilinear-ac0-in{shape}-s{f}-int8io": Expectation(
+        "run", r"max error \d+\.\d+ LSB >", _SPLIT_FACTOR_IGNORED, checks=("vs_float_dq", "vs_float"))
+       for shape, f in (("31x31", "1_16"), ("270x480", "1_16"), ("270x480", "1_64"))},
+    **{f"resize-bicubic-{name}-int8io": Expectation(
+        "run", r"BAD_INPUT; input\[0\] \(\w+\): dtype float32, graph wants INT8", _IO_PARAMS_LIFTED)
+       for name in ("ac0-up2", "ac0-down2", "ac1-up2")},
     "resize-nearest-size31x31-1x1-int8io": Expectation(
         "run", r"different dim orders", _ONE_BY_ONE_PTE, checks=("pte",)),
     "resize-bilinear-ac1-size31x31-1x1-int8io": Expectation(
@@ -81,14 +156,16 @@ QUICK = frozenset({
     "resize-bilinear-ac0-down16-int8io", "resize-bilinear-ac0-down32-int8io",
     "resize-bilinear-ac1-x2_3-int8io", "resize-bilinear-ac1-down16-int8io",
     "resize-nearest-up4-int8io", "resize-nearest-down3-int8io",
-    "resize-bilinear-ac0-size37x53-16x16-int8io", "resize-nearest-size53x37-5x7-int8io",
-    "resize-bilinear-ac0-h2-w1_2-int8io",
-    # non-exact factors: with and without the workaround, and as a size
+    "resize-bilinear-ac0-size37x53-16x16-int8io", "resize-bilinear-ac0-h2-w1_2-int8io",
+    # non-exact factors: with and without the workaround
     "resize-bilinear-ac0-in10x11-s1_3-int8io", "resize-bilinear-ac0-in10x11-s1_3-upstream-int8io",
-    "resize-bilinear-ac0-size10x11-3x3-int8io",
     # IO variants
-    "resize-bilinear-ac0-up2-int16io", "resize-nearest-up2-int16io", "resize-bilinear-ac0-down2-fp",
-    "resize-nearest-down2-fp", "resize-bilinear-ac0-up2-clip-int8io",
+    "resize-bilinear-ac0-up2-int16io", "resize-bilinear-ac0-down2-fp",
+    "resize-bilinear-ac0-up2-clip-int8io",
+    # channels, 1x1, odd widths, large images, other modes
+    "resize-bilinear-ac0-up2-c3-int8io", "resize-bilinear-ac0-size1x1-5x7-int8io",
+    "resize-bilinear-ac0-in7x45-s1_2-int8io", "resize-bilinear-ac0-in256x256-s1_64-int8io",
+    "resize-nearest-exact-up2-int8io",
 })
 
 
@@ -103,7 +180,8 @@ def factor_sizes(f: F) -> tuple[int, int]:
 def is_split(model_kwargs: dict, in_hw, out_hw) -> bool:
     """Whether the resize split pass rewrites this resize (bilinear,
     align_corners=False, a downscale by 16 or more on an axis)."""
-    if model_kwargs.get("mode") != "bilinear" or model_kwargs.get("align_corners"):
+    if (model_kwargs.get("mode") != "bilinear" or model_kwargs.get("align_corners")
+            or model_kwargs.get("antialias")):
         return False
     return any(i >= 16 * o for i, o in zip(in_hw, out_hw))
 
@@ -113,6 +191,9 @@ def cpu_reason(model_kwargs: dict, in_hw, out_hw) -> str | None:
     ExecuTorch, or None. TOSA RESIZE needs scale_d < 16 * scale_n per axis; the
     split pass only rewrites bilinear with align_corners=False."""
     mode = model_kwargs.get("mode")
+    if model_kwargs.get("antialias"):
+        return ("bilinear with antialias=True (aten._upsample_bilinear2d_aa): ExecuTorch 1.5.1 has "
+                "no TOSA lowering of it and no decomposition, so the VGF partitioner claims nothing")
     if mode == "bilinear" and model_kwargs.get("align_corners"):
         if any(o == 1 or i - 1 >= 16 * (o - 1) for i, o in zip(in_hw, out_hw)):
             return ("bilinear align_corners=True with (in-1)/(out-1) >= 16 on an axis: the VGF "
@@ -120,6 +201,26 @@ def cpu_reason(model_kwargs: dict, in_hw, out_hw) -> str | None:
     if mode == "nearest" and any(i >= 16 * o for i, o in zip(in_hw, out_hw)):
         return "nearest downscale by 16 or more on an axis: the VGF partitioner refuses it"
     return None
+
+
+#: Modes ExecuTorch 1.5.1 does not lower as a resize: torch decomposes them into
+#: index arithmetic and gathers, which the VGF partitioner takes only in part.
+#: mode -> (compute ops on the CPU, why).
+PARTLY_DELEGATED = {
+    "nearest-exact": (
+        ("aten.index.Tensor", "aten.unsqueeze_copy.default", "dim_order_ops._to_dim_order_copy.default"),
+        "nearest-exact: nothing in ExecuTorch 1.5.1's Arm backend handles it; torch decomposes it "
+        "into source-index arithmetic (arange, add, mul) and a gather (aten.index.Tensor). The VGF "
+        "delegate only dequantizes the image and computes the indices; the index casts and "
+        "reshapes and the gather itself run on the CPU, in float"),
+    "bicubic": (
+        ("aten.add.Tensor", "aten.clamp.default", "aten.index.Tensor", "aten.sub.Tensor",
+         "dim_order_ops._to_dim_order_copy.default"),
+        "bicubic: ExecuTorch 1.5.1 has no TOSA lowering of upsample_bicubic2d; torch decomposes "
+        "it into index arithmetic, gathers (aten.index.Tensor) and weighted sums. Two VGF "
+        "delegates take the arithmetic; the gathers, the index clamps and casts and some "
+        "adds/subs between them run on the CPU"),
+}
 
 
 def output_hw(model_kwargs: dict, in_hw) -> tuple[int, int]:
@@ -156,6 +257,7 @@ def resize_case(name: str, model_kwargs: dict, shape, io=("int8", "int8"), kind=
         output_qspecs=(io[1],),
         traits=frozenset(traits),
         stays_on_cpu=cpu_reason(model_kwargs, shape[2:], out_hw),
+        **dict(zip(("cpu_ops", "cpu_ops_reason"), PARTLY_DELEGATED.get(model_kwargs.get("mode"), ()))),
         **extra,
     )
 
@@ -236,8 +338,48 @@ def _io_cases() -> list[Case]:
 # TOSA's rounding of the interpolation (measured up to 1.33 LSB at 3/2).
 TOLERANCE = family_tolerance(vs_float_dq=Bound(1.5))
 
+def _channel_cases() -> list[Case]:
+    """Channel counts other than RGBA's 4 (grey, two, RGB, and wider feature maps)."""
+    cases = []
+    for mode_name, f, channels in CHANNELS:
+        _, size_in = factor_sizes(f)
+        cases.append(resize_case(f"{mode_name}-{factor_id(f)}-c{channels}",
+                                 dict(MODES[mode_name], scale_factor=float(f)),
+                                 (1, channels, size_in, size_in + f.denominator)))
+    return cases
+
+
+def _edge_size_cases() -> list[Case]:
+    """1x1 inputs upscaled, 1x1 outputs of non-square inputs; odd, non-square
+    widths (no multiple of 4 or 16: an odd row pitch) at factors 2 and 1/2."""
+    cases = []
+    for mode_name, (hi, wi), (ho, wo) in EDGE_SIZES:
+        cases.append(resize_case(f"{mode_name}-size{hi}x{wi}-{ho}x{wo}", dict(MODES[mode_name], size=(ho, wo)),
+                                 (1, 4, hi, wi)))
+    for mode_name, (h, w), f in ODD_WIDTHS:
+        cases.append(resize_case(f"{mode_name}-in{h}x{w}-s{frac_id(f)}", dict(MODES[mode_name], scale_factor=float(f)),
+                                 (1, 4, h, w)))
+    return cases
+
+
+def _large_cases() -> list[Case]:
+    """Camera-sized images reduced to thumbnails: the split of large bilinear
+    downscales acts; nearest and align_corners=True stay on the CPU."""
+    return [resize_case(f"{mode_name}-in{h}x{w}-s{frac_id(f)}", dict(MODES[mode_name], scale_factor=float(f)),
+                        (1, 4, h, w))
+            for mode_name, (h, w), f in LARGE]
+
+
+def _mode_cases() -> list[Case]:
+    """Modes beyond bilinear and nearest: nearest-exact, bicubic, antialiased bilinear."""
+    return [resize_case(f"{mode_name}-{factor_id(f)}", dict(OTHER_MODES[mode_name], scale_factor=float(f)),
+                        _factor_shape(f))
+            for mode_name, f in MODE_FACTORS]
+
+
 def _cases() -> list[Case]:
-    return _ratio_cases() + _nonexact_cases() + _io_cases()
+    return (_ratio_cases() + _nonexact_cases() + _io_cases() + _channel_cases() + _edge_size_cases()
+            + _large_cases() + _mode_cases())
 
 
 FAMILY = Family("resize", __doc__, _cases, TOLERANCE, QUICK, expectations=EXPECTATIONS)
