@@ -1,5 +1,6 @@
-"""Root conftest: the conformance suite's pytest plugin (options, marks,
-report) is registered here so its command-line options exist everywhere."""
+"""Root conftest: quiets the stack's import-time logging. The suite's pytest
+plugin (options, marks, report) is loaded by ``-p conformance.harness.plugin``
+in pyproject.toml here, and by its pytest11 entry point elsewhere."""
 
 import logging
 
@@ -7,5 +8,3 @@ import logging
 # CUDA kernels that cannot load on a CPU build, and torch's pytree notices.
 for _name in ("torchao", "torch.utils._pytree"):
     logging.getLogger(_name).setLevel(logging.ERROR)
-
-pytest_plugins = ("conformance.harness.plugin",)

@@ -115,3 +115,22 @@ def test_family_declarations_are_checked(tmp_path):
         load_case_file(tmp_path / "missing.py")
     with pytest.raises(ValueError, match="must be lowercase"):
         Case(id="Bad Id", family="x", model=None, inputs=(), input_qspecs=(), output_qspecs=())
+
+
+def test_a_team_repository_runs_its_own_family_through_the_installed_plugin(tmp_path):
+    """From a directory outside this repository, as a team would: the plugin
+    comes from the installed package's pytest11 entry point, the tests from
+    ``--pyargs conformance.test_cases``, the cases and goldens from the team."""
+    team = tmp_path / "team-repo"
+    team.mkdir()
+    (team / "toy_cases.py").write_text(TOY_FAMILY)
+    args = [sys.executable, "-m", "pytest", "--pyargs", "conformance.test_cases", "-p", "no:cacheprovider", "-q",
+            "--vgf-cases", "toy_cases.py", "--vgf-golden-dir", "golden", "-k", "avgpool-k2"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    first = subprocess.run([*args, "--snapshot-update"], cwd=team, env=env, capture_output=True, text=True,
+                           timeout=900)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    assert (team / "golden" / "avgpool-k2-int8io.json").is_file()
+    again = subprocess.run(args, cwd=team, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "8 passed" in again.stdout, again.stdout[-3000:]
+

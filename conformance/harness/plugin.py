@@ -195,6 +195,21 @@ def vgf_batches(request, vgf_artifacts_dir) -> batches.Batches:
                            vgf_artifacts_dir)
 
 
+@pytest.fixture(scope="session")
+def case_run(request, vgf_batches):
+    """One case's run, shared by its tests (parametrized over the session's
+    cases in pytest_generate_tests): exported once, kept until the next batch."""
+    return vgf_batches.run(request.param)
+
+
+@pytest.fixture
+def golden(snapshot):
+    """The case's golden, as syrupy stores it (conformance.goldens.store)."""
+    from conformance.goldens import GoldenExtension
+
+    return snapshot.use_extension(GoldenExtension)
+
+
 # ---------------------------------------------------------------------------
 # Recording and the report
 # ---------------------------------------------------------------------------
