@@ -19,7 +19,7 @@ from torch._export import utils as export_utils
 from torch._ops import OperatorBase
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
-from vgf_export import patches
+from vgf_export import patches, speed_patches
 
 SPEED_PATCHES = ("cia-ops-materialize-once", "py-impl-lazy-annotations", "node-source-deepcopy")
 
@@ -140,7 +140,7 @@ def test_cia_materialization_runs_once_a_call(applied, monkeypatch):
         export_utils._collect_all_valid_cia_ops()
         upstream_calls = len(calls)
         calls.clear()
-        undo = patches._apply_cia_materialize_once()  # wraps the counting one
+        undo = speed_patches._apply_cia_materialize_once()  # wraps the counting one
         try:
             first = exported_program._collect_all_valid_cia_ops()
             assert len(calls) == 1
@@ -231,7 +231,7 @@ def _annotated_factory():
 def test_rebuilt_function_does_not_evaluate_nested_annotations():
     with pytest.raises(NameError):
         _annotated_factory()
-    rebuilt = patches._without_runtime_annotations(_annotated_factory)
+    rebuilt = speed_patches._without_runtime_annotations(_annotated_factory)
     assert rebuilt()(1) == 2
     assert rebuilt.__qualname__ == _annotated_factory.__qualname__
     assert rebuilt.__code__.co_firstlineno == _annotated_factory.__code__.co_firstlineno
@@ -354,10 +354,10 @@ def test_rebuild_refuses_code_that_is_not_its_source(tmp_path):
     namespace: dict = {}
     exec(compile(source.read_text(), str(source), "exec"), namespace)
     f = namespace["f"]
-    assert patches._without_runtime_annotations(f)(3) == 3
+    assert speed_patches._without_runtime_annotations(f)(3) == 3
     source.write_text("def f(x):\n    def g(y: int) -> int:\n        return -y\n    return g(x)\n")
     with pytest.raises(patches.PatchNotApplicable, match="does not compile to the loaded"):
-        patches._without_runtime_annotations(f)
+        speed_patches._without_runtime_annotations(f)
     source.unlink()
     with pytest.raises(patches.PatchNotApplicable):
-        patches._without_runtime_annotations(f)
+        speed_patches._without_runtime_annotations(f)

@@ -106,29 +106,27 @@ class CaseRun:
         raise CaseFailure(
             f"case {self.case.id}: stage 'run', {what}\n{message}\nartifacts: {self.artifacts}{hint}")
 
+    def _require(self, value, failure: StageFailure | None):
+        if failure is not None:
+            self.fail(failure)
+        assert value is not None
+        return value
+
     def require_export(self) -> ExportResult:
         """The export result, or raise for the stage that failed."""
-        if self.failure is not None and STAGES.index(self.failure.stage) < STAGES.index("run"):
-            self.fail(self.failure)
-        assert self.result is not None
-        return self.result
+        failed = self.failure is not None and STAGES.index(self.failure.stage) < STAGES.index("run")
+        return self._require(self.result, self.failure if failed else None)
 
     def require_numerics(self) -> Numerics:
         """The numerics, or raise for the stage that failed."""
         self.require_export()
-        if self.failure is not None:
-            self.fail(self.failure)
-        assert self.numerics is not None
-        return self.numerics
+        return self._require(self.numerics, self.failure)
 
     def require_golden(self) -> dict:
         """The golden, or raise for the stage that failed before it, or for the
         harness failing to build it."""
         self.require_export()
-        if self.golden_failure is not None:
-            self.fail(self.golden_failure)
-        assert self.golden is not None
-        return self.golden
+        return self._require(self.golden, self.golden_failure)
 
     def summary(self) -> dict:
         """What the report records of this case (JSON-native)."""

@@ -20,6 +20,7 @@ oracle is one entry here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import torch
@@ -28,14 +29,25 @@ from conformance.oracles.compare import Bound
 from vgf_export.qdq import is_q_op
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Subject:
     """What an oracle's reference is computed from: the eager model, the
-    case's inputs and the converted PT2E module (None with PT2E off)."""
+    case's inputs and the converted PT2E module (None with PT2E off). The
+    programs' outputs are computed once, whichever oracles ask."""
 
     model: torch.nn.Module
     inputs: tuple[torch.Tensor, ...]
     quantized_module: torch.nn.Module | None
+
+    @functools.cached_property
+    def float_outputs(self) -> list[torch.Tensor]:
+        return as_list(self.model(*self.inputs))
+
+    @functools.cached_property
+    def fake_quant_outputs(self) -> list[torch.Tensor]:
+        if self.quantized_module is None:  # PT2E off: the float model stands in
+            return self.float_outputs
+        return as_list(self.quantized_module(*self.inputs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,13 +103,11 @@ def dequantized_inputs(inputs, quantized_module) -> list[torch.Tensor]:
 
 
 def float_model(subject: Subject) -> list[torch.Tensor]:
-    return as_list(subject.model(*subject.inputs))
+    return subject.float_outputs
 
 
 def fake_quant_program(subject: Subject) -> list[torch.Tensor]:
-    if subject.quantized_module is None:  # PT2E off: the float model stands in
-        return float_model(subject)
-    return as_list(subject.quantized_module(*subject.inputs))
+    return subject.fake_quant_outputs
 
 
 def _float_dq(subject: Subject) -> list[torch.Tensor]:
