@@ -222,11 +222,24 @@ def _export(run: CaseRun, disable_workarounds) -> None:
         run.warnings = _distinct_warnings(caught)
     except ExportStageError as error:
         run.stage = error.stage
-        run.failure = StageFailure(error.stage, type(error.cause).__name__, tail(str(error.cause)))
+        run.failure = StageFailure(error.stage, type(error.cause).__name__, tail(_with_causes(error.cause)))
     except (ValueError, TypeError, FileExistsError) as error:  # export_model refused the arguments
         run.failure = StageFailure.of("export", error, CASE)
     except Exception as error:  # noqa: BLE001 - outside the flow's stages: our wrapper broke
         run.failure = StageFailure.of("export", error, HARNESS)
+
+
+def _with_causes(error: BaseException) -> str:
+    """The error's message and those of the errors it wraps (ExecuTorch's pass
+    manager wraps the real error of a pass in "An error occurred when running
+    ... pass"): the root cause is what a failure and an Expectation name."""
+    lines, seen = [str(error)], {id(error)}
+    cause = error.__cause__ or error.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        lines.append(f"caused by {type(cause).__name__}: {cause}")
+        cause = cause.__cause__ or cause.__context__
+    return "\n".join(lines)
 
 
 class _Timer:

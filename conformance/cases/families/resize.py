@@ -127,7 +127,17 @@ _CPU_OUTPUT_LAYOUT = (
     "marks it NHWC (the channels-last contract of the reference export script); the "
     "pte-delegate-layouts workaround pins delegate outputs only. See docs/divergences.md")
 
+_FACTOR_BORDER_ILLEGAL = (
+    "found by the explorer: bilinear align_corners=False, 62x13 at 5/64 (out 4x1). The "
+    "bilinear-scale-factor workaround encodes the factor, and the border that factor needs "
+    "(-167) is beyond TOSA's range for the RESIZE's scale ([-160, 10)): the lowering refuses "
+    "it. Without the workaround ExecuTorch lowers the size ratio and diverges by 207 LSB (the "
+    "-upstream twin). A bug of vgf_export's workaround: it should fall back (e.g. split the "
+    "resize) where the factor cannot be encoded. See docs/divergences.md")
+
 EXPECTATIONS = {
+    "resize-bilinear-ac0-in62x13-s5_64-int8io": Expectation(
+        "lower", r"RESIZE border_y must be in \[-160, 10\); got -167", _FACTOR_BORDER_ILLEGAL),
     **{f"resize-nearest-exact-{f}-int8io": Expectation(
         "run", r"program\.pte declares .*'output': \['int8\[[0-9x]+\] dim_order=\[0, 1, 2, 3\]'\]",
         _CPU_OUTPUT_LAYOUT, checks=("pte",))
@@ -377,9 +387,18 @@ def _mode_cases() -> list[Case]:
             for mode_name, f in MODE_FACTORS]
 
 
+def _explored_cases() -> list[Case]:
+    """Found by the explorer (python -m conformance.explore), with and without the workaround."""
+    kwargs, shape, noise = dict(MODES["bilinear-ac0"], scale_factor=5 / 64), (1, 4, 62, 13), "image"
+    upstream = Expectation("run", r"max error \d+\.\d+ LSB >", BILINEAR_SCALE_FACTOR_IGNORED, checks=tuple(ORACLES))
+    return [resize_case("bilinear-ac0-in62x13-s5_64", kwargs, shape, kind=noise),
+            resize_case("bilinear-ac0-in62x13-s5_64-upstream", kwargs, shape, kind=noise, expect=upstream,
+                        options=dict(disable_workarounds=("bilinear-scale-factor",)))]
+
+
 def _cases() -> list[Case]:
     return (_ratio_cases() + _nonexact_cases() + _io_cases() + _channel_cases() + _edge_size_cases()
-            + _large_cases() + _mode_cases())
+            + _large_cases() + _mode_cases() + _explored_cases())
 
 
 FAMILY = Family("resize", __doc__, _cases, TOLERANCE, QUICK, expectations=EXPECTATIONS)

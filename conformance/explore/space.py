@@ -1,0 +1,298 @@
+"""The space the explorer draws from, and how a draw becomes a real case.
+
+A draw is a small JSON-native dict of parameters (``params``). Hypothesis
+strategies (:func:`strategy`) draw them; :func:`render` turns them into the
+source text of a call of the family's own case builder (``resize_case(...)``,
+``grid_case(...)``), and :func:`build_case` evaluates exactly that text. So the
+case the explorer exports is the case the printed entry builds: same id,
+traits, ``cpu_reason`` and tolerances as the suite's.
+
+Strategies are ordered so that Hypothesis' shrinking (towards the first
+element of each choice, the lowest integer) goes towards the simpler case:
+bilinear align_corners=False, a single scale factor, int8 IO, one channel,
+batch 1, the smallest sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import math
+from fractions import Fraction as F
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+FAMILIES = ("resize", "grid_sample")
+
+#: Resize modes (keys of ``conformance.cases.families.resize.MODES``).
+RESIZE_MODES = ("bilinear-ac0", "bilinear-ac1", "nearest")
+#: Resize IO: qspec names of (input, output), or "fp" (PT2E off).
+RESIZE_IO = {
+    "int8": ("int8", "int8"), "int16": ("int16", "int16"), "float": ("float", "float"),
+    "int8-float": ("int8", "float"), "float-int8": ("float", "int8"),
+    "int8-int16": ("int8", "int16"), "int16-int8": ("int16", "int8"), "fp": None,
+}
+#: Input kinds: smooth images (the builder's default), uniform noise (a pixel
+#: sampled elsewhere shows fully), inputs beyond +-1 (clipped by SNORM8).
+RESIZE_KINDS = ("smooth", "image", "image_clip")
+
+#: grid_sample IO variants, as the table spells them: (tag, io, options, image_kind).
+GRID_VARIANTS = {
+    "default": ("", None, {}, "image"),
+    "int8grid": ("-int8grid", (("int8", "int8"), ("int8",)), {"grid_sampler_grid_input_qspec": "int8"}, "image"),
+    "floatout": ("-floatout", (("int8", "int16"), ("float",)), {"quantize_grid_sample_output": False}, "image"),
+    "float-image": ("", (("float", "int16"), ("int8",)), {}, "image"),
+    "float-grid": ("", (("int8", "float"), ("int8",)), {}, "image"),
+    "float": ("", (("float", "float"), ("float",)), {}, "image"),
+    "int16": ("", (("int16", "int16"), ("int16",)), {}, "image"),
+    "fp": ("", None, {"enable_pt2e_quantization": False}, "image"),
+    "clip": ("-clip", None, {}, "image_clip"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Bounds of the drawn space (sizes kept small: every draw is a real export)."""
+
+    resize_modes: tuple[str, ...] = RESIZE_MODES
+    max_in: int = 64  # resize input H, W
+    max_out: int = 96  # resize output H, W
+    max_channels: int = 8
+    max_batch: int = 2
+    max_grid: int = 24  # grid_sample grid (and output) H, W
+
+
+# ---------------------------------------------------------------------------
+# Strategies
+# ---------------------------------------------------------------------------
+def _fraction():
+    """A scale factor num/den: 1..8 over 1..20, or a large downscale (1/32, 1/64)."""
+    return st.tuples(st.integers(1, 8), st.one_of(st.integers(1, 20), st.sampled_from((32, 64))))
+
+
+@st.composite
+def resize_params(draw, limits: Limits = Limits(), workarounds_off: tuple[str, ...] = ()):
+    mode = draw(st.sampled_from(tuple(m for m in RESIZE_MODES if m in limits.resize_modes)))
+    spec = draw(st.sampled_from(("factor", "size", "axis")))
+    io = draw(st.sampled_from(tuple(RESIZE_IO)))
+    quantized_in = io == "fp" or RESIZE_IO[io][0] != "float"
+    kind = draw(st.sampled_from(RESIZE_KINDS if quantized_in else RESIZE_KINDS[:2]))
+    channels = draw(st.integers(1, limits.max_channels))
+    batch = draw(st.integers(1, limits.max_batch))
+    params = {"mode": mode, "spec": spec}
+    if spec == "size":
+        params["in_hw"] = [draw(st.integers(1, limits.max_in)) for _ in range(2)]
+        params["size"] = [draw(st.integers(1, limits.max_out)) for _ in range(2)]
+    else:
+        first = draw(_fraction())
+        factors = [first, first] if spec == "factor" else [first, draw(_fraction())]
+        factors = [F(*f) for f in factors]
+        in_hw = []
+        for f in factors:
+            low = max(1, math.ceil(1 / f))  # an output of at least one pixel
+            high = min(limits.max_in, math.floor(limits.max_out / f))
+            assume(low <= high)
+            in_hw.append(draw(st.integers(low, high)))
+        params["in_hw"] = in_hw
+        params["factors"] = [[f.numerator, f.denominator] for f in factors]
+        params["recompute"] = draw(st.booleans())
+        # floor(in * float(f)) in float arithmetic, as PyTorch computes it.
+        assume(all(math.floor(i * float(f)) >= 1 for i, f in zip(in_hw, factors)))
+    params.update(channels=channels, batch=batch, io=io, kind=kind, workarounds_off=list(workarounds_off))
+    return params
+
+
+def _grid_builder():
+    from conformance.cases.families import grid_sample
+
+    return grid_sample
+
+
+def grid_features() -> dict:
+    """What this checkout's ``grid_case`` supports (others extend it): grid
+    sizes (``out=``), batch (``batch=``), the grids it knows, channel counts."""
+    module = _grid_builder()
+    accepted = inspect.signature(module.grid_case).parameters
+    # The named grids (identity, zoom, rotation, random). Input-kind grids such
+    # as "beyond" need traits the table states case by case (clipped-grid):
+    # grid_case does not imply them, so they stay out of the drawn space.
+    grids = tuple(module.GRID_NAMES)
+    channels = []
+    for c in (1, 2, 3, 4):
+        try:
+            module.grid_case(c, "bilinear", "zeros", False, "identity")
+            channels.append(c)
+        except (KeyError, ValueError):
+            pass
+    return {"out": "out" in accepted, "batch": "batch" in accepted, "grids": grids,
+            "channels": tuple(channels), "default_out": {g: list(v) for g, v in module.OUT.items()}}
+
+
+@st.composite
+def grid_params(draw, features: dict, limits: Limits = Limits(), workarounds_off: tuple[str, ...] = ()):
+    params = {
+        "channels": draw(st.sampled_from(features["channels"])),
+        "mode": draw(st.sampled_from(("bilinear", "nearest"))),
+        "padding": draw(st.sampled_from(("zeros", "border", "reflection"))),
+        "ac": draw(st.booleans()),
+        "grid": draw(st.sampled_from(features["grids"])),
+        "io": draw(st.sampled_from(tuple(GRID_VARIANTS))),
+    }
+    default = features["default_out"][params["grid"]]
+    if features["out"]:
+        params["out"] = [draw(st.integers(1, limits.max_grid)) for _ in range(2)]
+    else:
+        params["out"] = default
+    params["batch"] = draw(st.integers(1, limits.max_batch)) if features["batch"] else 1
+    params["workarounds_off"] = list(workarounds_off)
+    return params
+
+
+def strategy(family: str, limits: Limits = Limits(), workarounds_off: tuple[str, ...] = ()):
+    if family == "resize":
+        return resize_params(limits, tuple(workarounds_off))
+    if family == "grid_sample":
+        return grid_params(grid_features(), limits, tuple(workarounds_off))
+    raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+
+
+# ---------------------------------------------------------------------------
+# Parameters -> the builder call
+# ---------------------------------------------------------------------------
+def _q(text: str) -> str:
+    return json.dumps(text)
+
+
+def _float_of(f: F) -> str:
+    return f"float(F({f.numerator}))" if f.denominator == 1 else f"float(F({f.numerator}, {f.denominator}))"
+
+
+def _workaround_tag(names) -> str:
+    """``-upstream`` (the table's name for ExecuTorch without the
+    bilinear-scale-factor workaround), else ``-no-<workaround>...``."""
+    names = tuple(names)
+    if not names:
+        return ""
+    if names == ("bilinear-scale-factor",):
+        return "-upstream"
+    return "-no-" + "-".join(names)
+
+
+def _options_text(options: dict) -> str:
+    parts = []
+    for key, value in options.items():
+        if isinstance(value, (list, tuple)):
+            value = "(" + ", ".join(_q(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        elif isinstance(value, str):
+            value = _q(value)
+        parts.append(f"{key}={value}")
+    return f"dict({', '.join(parts)})"
+
+
+def render_resize(p: dict) -> str:
+    from conformance.cases.case import frac_id
+
+    mode, (h, w), c, n = p["mode"], p["in_hw"], p["channels"], p["batch"]
+    if p["spec"] == "size":
+        oh, ow = p["size"]
+        name = f"{mode}-size{h}x{w}-{oh}x{ow}"
+        kwargs = f"dict(MODES[{_q(mode)}], size=({oh}, {ow}))"
+    else:
+        fh, fw = (F(*f) for f in p["factors"])
+        if p["spec"] == "factor":
+            name, scale = f"{mode}-in{h}x{w}-s{frac_id(fh)}", _float_of(fh)
+        else:
+            name, scale = f"{mode}-in{h}x{w}-h{frac_id(fh)}-w{frac_id(fw)}", f"({_float_of(fh)}, {_float_of(fw)})"
+        rsf = ", recompute_scale_factor=True" if p["recompute"] else ""
+        name += "-rsf" if p["recompute"] else ""
+        kwargs = f"dict(MODES[{_q(mode)}], scale_factor={scale}{rsf})"
+    name += (f"-c{c}" if c != 4 else "") + (f"-n{n}" if n != 1 else "")
+    name += {"image": "-noise", "smooth": "", "image_clip": ""}[p["kind"]]
+    name += _workaround_tag(p["workarounds_off"])
+    args = [_q(name), kwargs, f"({n}, {c}, {h}, {w})"]
+    io = RESIZE_IO[p["io"]]
+    if io is not None and io != ("int8", "int8"):
+        args.append(f"io=({_q(io[0])}, {_q(io[1])})")
+    if p["kind"] != "smooth":
+        args.append(f"kind={_q(p['kind'])}")
+    options = {}
+    if io is None:
+        options["enable_pt2e_quantization"] = False
+    if p["workarounds_off"]:
+        options["disable_workarounds"] = tuple(p["workarounds_off"])
+    if options:
+        args.append(f"options={_options_text(options)}")
+    return f"resize_case({', '.join(args)})"
+
+
+def render_grid(p: dict, default_out=None) -> str:
+    if default_out is None:
+        default_out = {g: list(v) for g, v in _grid_builder().OUT.items()}
+    tag, io, options, image_kind = GRID_VARIANTS[p["io"]]
+    tag = _workaround_tag(p["workarounds_off"]) + tag
+    options = dict(options)
+    if p["workarounds_off"]:
+        options["disable_workarounds"] = tuple(p["workarounds_off"])
+    args = [str(p["channels"]), _q(p["mode"]), _q(p["padding"]), str(bool(p["ac"])), _q(p["grid"])]
+    if tag:
+        args.append(f"tag={_q(tag)}")
+    if io is not None:
+        ins = ", ".join(_q(q) for q in io[0])
+        args.append(f"io=(({ins}), ({_q(io[1][0])},))")
+    if options:
+        args.append(f"options={_options_text(options)}")
+    if image_kind != "image":
+        args.append(f"image_kind={_q(image_kind)}")
+    if p.get("batch", 1) != 1:
+        args.append(f"batch={p['batch']}")
+    if list(p["out"]) != list(default_out[p["grid"]]):
+        args.append(f"out=({p['out'][0]}, {p['out'][1]})")
+    return f"grid_case({', '.join(args)})"
+
+
+def render(family: str, params: dict) -> str:
+    """The source text of the builder call that makes this draw's case."""
+    if family == "resize":
+        return render_resize(params)
+    if family == "grid_sample":
+        return render_grid(params)
+    raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+
+
+def build_case(code: str):
+    """The case ``code`` (a :func:`render` text) builds, with the family's
+    known failures applied as the table applies them."""
+    from conformance.cases.case import Expectation, InputSpec
+    from conformance.cases.families.grid_sample import grid_case
+    from conformance.cases.families.resize import MODES, resize_case
+
+    namespace = {"resize_case": resize_case, "grid_case": grid_case, "MODES": MODES, "F": F,
+                 "Expectation": Expectation, "InputSpec": InputSpec, "dataclasses": dataclasses}
+    return eval(code, namespace)  # noqa: S307 - our own rendered text, see render()
+
+
+def output_hw(params: dict) -> tuple[int, int]:
+    """A resize draw's output H, W (PyTorch's: the size, or floor(in * s))."""
+    if params["spec"] == "size":
+        return tuple(params["size"])
+    return tuple(math.floor(i * float(F(*f))) for i, f in zip(params["in_hw"], params["factors"]))
+
+
+def size_key(family: str, params: dict) -> tuple:
+    """An order of draws by size, simplest first (for picking the smallest
+    case seen when Hypothesis' shrinking did not report one)."""
+    if family == "resize":
+        oh, ow = output_hw(params)
+        h, w = params["in_hw"]
+        elements = params["batch"] * params["channels"] * (h * w + oh * ow)
+        return (elements, RESIZE_MODES.index(params["mode"]), tuple(RESIZE_IO).index(params["io"]))
+    oh, ow = params["out"]
+    return (params.get("batch", 1) * params["channels"] * oh * ow, params["channels"],
+            tuple(GRID_VARIANTS).index(params["io"]))
+
+
+def draw_key(family: str, params: dict) -> str:
+    """A canonical text of a draw (the cache key)."""
+    return json.dumps({"family": family, "params": params}, sort_keys=True)
