@@ -9,6 +9,10 @@ Traits this family gives its cases: ``split-resize`` (a bilinear downscale by
 ``clipped-inputs``. Cases the VGF partitioner keeps on the CPU declare why
 (:func:`cpu_reason`, the TOSA RESIZE rule); modes torch decomposes into gathers
 are partly delegated and declare their CPU ops (:data:`PARTLY_DELEGATED`).
+
+(About 400 lines: each dimension of the family has its own small builder; all
+share ``resize_case`` and the TOSA rule of ``cpu_reason``, which is why they
+stay in one module.)
 """
 
 from __future__ import annotations
