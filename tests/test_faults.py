@@ -200,3 +200,14 @@ def test_16bit_activations_that_fall_back_to_8_bits_fail_the_a16w8_bounds(tmp_pa
     assert set(failed) >= {"test_numerics_vs_float_dq", "test_numerics_vs_float"}
     message = failed["test_numerics_vs_float"]
     assert case_id in message and "stage 'run'" in message and "vs_float: max error" in message
+
+
+def test_a_partly_delegated_case_whose_cpu_ops_change_fails_delegation(tmp_path):
+    """nearest-exact declares the gather it leaves on the CPU; if another op
+    stayed there (or the gather were delegated), test_delegation says so."""
+    case = CASES["resize-nearest-exact-up2-int8io"]
+    run = run_case(case, tmp_path)
+    assert _failures(run, (suite.test_delegation,)) == {}
+    changed = dataclasses.replace(run, case=dataclasses.replace(case, cpu_ops=("aten.index.Tensor",)))
+    message = _failures(changed, (suite.test_delegation,))["test_delegation"]
+    assert "declared partly delegated with ['aten.index.Tensor']" in message and "the CPU ops are" in message
