@@ -143,7 +143,7 @@ SECTIONS: dict[str, Section] = {section.name: section for section in (
             lambda s: view.io_section(_report(s).io_quant_params, s.result.edge_program)),
     Section("tosa", "each VGF delegate's TOSA operators and the attributes that matter",
             lambda s: view.delegate_entries(s.result, VGF_BACKEND, "tosa", view.tosa_file)),
-    Section("vgf", "each VGF delegate's segment sequence (from vgf_dump)",
+    Section("vgf", "each VGF delegate's segments: bindings, SPIR-V and constant hashes (vgf_dump)",
             lambda s: view.delegate_entries(s.result, VGF_BACKEND, "vgf", view.vgf_file)),
     Section("grid_sampler", "each grid-sampler delegate's payload",
             lambda s: view.delegate_entries(
