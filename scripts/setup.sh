@@ -5,6 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(libvulkan1 mesa-vulkan-drivers)
+# The HTML report's browser test (tests/test_html_report.py) needs Chromium and
+# its WebDriver: installed where CI=true (there the test fails without them),
+# or with VGF_BROWSER=1; elsewhere the test skips and says what to install.
+if [ "${CI:-}" = "true" ] || [ "${VGF_BROWSER:-}" = "1" ]; then
+  DEB_PACKAGES+=(chromium chromium-driver)
+fi
 VENV=.venv
 STAMP="$VENV/.setup-stamp"
 stamp_value() { cat pyproject.toml requirements.lock scripts/setup.sh | sha256sum | cut -d' ' -f1; }
