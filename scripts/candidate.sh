@@ -1,45 +1,71 @@
 #!/usr/bin/env bash
-# What would change if we upgraded (or moved) ExecuTorch to VERSION?
+# What would change if we moved part of the stack to a candidate pin set?
 #
-#   scripts/candidate.sh 1.4.1 [pytest args...]
+#   scripts/candidate.sh NAME [pytest args...]     e.g. tosa-tools-2026.8, ml-sdk-0.12, 1.4.1
 #
-# Creates (once) a separate environment outside the repository with the stack
-# pinned in candidates/executorch-VERSION.txt, then runs the conformance suite
-# against the current goldens in report mode: reports/executorch-VERSION/
-# gets report.json, report.md (changes grouped) and junit.xml. Golden
-# differences and failures are the findings, so they do not fail this
-# command; a run that could not complete does.
+# NAME is a pin set candidates/NAME.txt (or candidates/executorch-NAME.txt, so
+# `scripts/candidate.sh 1.4.1` still works) that overrides any part of the
+# stack: its lines, then every line of requirements.lock naming a package it
+# does not name. Creates (once per pin set) a separate environment outside the
+# repository ($VGF_CANDIDATE_HOME, default ~/.cache/vgf-conformance/NAME),
+# then runs the conformance suite against the current goldens in report mode:
+# reports/NAME/ ($VGF_CANDIDATE_REPORT) gets report.json (with a `candidate`
+# record: pins, installed versions, scope), report.md and junit.xml.
+#
+# Findings never fail this command: golden differences and test failures, a
+# pin set pip cannot resolve, a native tool that cannot run here (each ends
+# with report.json saying why, read by `python -m conformance.report compat`).
+# A run that could not complete for another reason does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VERSION=${1:?usage: scripts/candidate.sh EXECUTORCH_VERSION [pytest args]}
+NAME=${1:?usage: scripts/candidate.sh NAME [pytest args]  (NAME: a pin set in candidates/)}
 shift
-PINS="candidates/executorch-$VERSION.txt"
-[ -f "$PINS" ] || { echo "candidate: no pins for executorch $VERSION: write $PINS (see candidates/)"; exit 2; }
+if [ -f "candidates/$NAME.txt" ]; then PINS="candidates/$NAME.txt"
+elif [ -f "candidates/executorch-$NAME.txt" ]; then NAME="executorch-$NAME"; PINS="candidates/$NAME.txt"
+else
+  echo "candidate: no pin set $NAME: write candidates/$NAME.txt; there are: $(cd candidates && ls *.txt | sed 's/\.txt$//' | tr '\n' ' ')" >&2
+  exit 2
+fi
 ENVS=${VGF_CANDIDATE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/vgf-conformance}
-ENV="$ENVS/executorch-$VERSION"
-OUT=${VGF_CANDIDATE_REPORT:-reports/executorch-$VERSION}
-scripts/setup.sh  # Debian packages for the Vulkan tier; the baseline venv
+ENV="$ENVS/$NAME"
+OUT=${VGF_CANDIDATE_REPORT:-reports/$NAME}
+scripts/setup.sh  # Debian packages for the Vulkan tier; the baseline venv (runs the helpers below)
+COMPAT=(.venv/bin/python -m conformance.harness.compat)
+mkdir -p "$OUT" "$ENVS"
+REQS="$OUT/requirements.txt"
+"${COMPAT[@]}" pins "$PINS" requirements.lock > "$REQS"
 STAMP="$ENV/.pins-stamp"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(sha256sum "$PINS")" ]; then
-  echo "candidate: creating $ENV"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(sha256sum < "$REQS")" ]; then
+  echo "candidate: creating $ENV from $PINS on top of requirements.lock"
+  rm -rf "$ENV"
   PY=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
   "$PY" -m venv "$ENV"
-  "$ENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$ENV/bin/python" -m pip install -q --disable-pip-version-check -r "$PINS"
-  "$ENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
-  sha256sum "$PINS" > "$STAMP"
+  "$ENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip > "$OUT/install.log" 2>&1
+  if ! "$ENV/bin/python" -m pip install --disable-pip-version-check -r "$REQS" >> "$OUT/install.log" 2>&1; then
+    "${COMPAT[@]}" finding "$OUT" --name "$NAME" --pins "$PINS" --pip-log "$OUT/install.log" --scope "$@"
+    echo "candidate: finding in $OUT/report.json (pip's log: $OUT/install.log)"
+    exit 0
+  fi
+  "$ENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e . >> "$OUT/install.log" 2>&1
+  sha256sum < "$REQS" > "$STAMP"
 fi
-mkdir -p "$OUT"
-echo "candidate: executorch $("$ENV/bin/python" -c 'import importlib.metadata as m; print(m.version("executorch"))') against the goldens of $(git rev-parse --short HEAD 2>/dev/null || echo this tree)"
+export PATH="$ENV/bin:$PATH"  # the VGF backend calls model-converter from PATH
+if ! "$ENV/bin/python" -m conformance.harness.compat preflight "$OUT" --name "$NAME" --pins "$PINS" --scope "$@"; then
+  echo "candidate: finding in $OUT/report.json"
+  exit 0
+fi
+echo "candidate: $NAME ($(grep -v '^#' "$PINS" | grep . | tr '\n' ' ')) against the goldens of $(git rev-parse --short HEAD 2>/dev/null || echo this tree)"
+rm -f "$OUT/report.json" "$OUT/report.md"
 set +e
 "$ENV/bin/python" -m pytest conformance -n auto -p no:cacheprovider \
   --vgf-report "$OUT" --junitxml "$OUT/junit.xml" -q "$@" > "$OUT/pytest.log" 2>&1
 status=$?
 set -e
 tail -n 3 "$OUT/pytest.log"
-if [ "$status" -gt 1 ]; then
+if [ "$status" -gt 1 ] || [ ! -f "$OUT/report.json" ]; then
   echo "candidate: the run did not complete (pytest exit $status); see $OUT/pytest.log"
-  exit "$status"
+  exit "$((status > 1 ? status : 1))"
 fi
+"$ENV/bin/python" -m conformance.harness.compat stamp "$OUT" --name "$NAME" --pins "$PINS" --scope "$@"
 sed -n '1,/^## Not passing/p' "$OUT/report.md" | head -n 80
 echo "candidate: full report in $OUT/report.md, $OUT/report.json, $OUT/junit.xml"
