@@ -44,10 +44,12 @@ STACK_PACKAGES = (
     "ai-ml-emulation-layer-for-vulkan",
 )
 
-#: Native tools of the stack: (command on PATH in the environment, package that ships it).
+#: Native tools of the stack: (commands on PATH in the environment, the first
+#: found is run; package that ships it). ML SDK 0.12 ships only
+#: ``model_converter``; ExecuTorch 1.5 falls back to that name.
 NATIVE_TOOLS = (
-    ("model-converter", "ai-ml-sdk-model-converter"),
-    ("vgf_dump", "ai-ml-sdk-vgf-library"),
+    (("model-converter", "model_converter"), "ai-ml-sdk-model-converter"),
+    (("vgf_dump",), "ai-ml-sdk-vgf-library"),
 )
 
 #: Python modules the suite imports from the stack.
@@ -199,8 +201,9 @@ def preflight(bin_dir: Path | None = None) -> list[str]:
     bin_dir = bin_dir or Path(sys.executable).parent
     versions = installed_versions()
     reasons = []
-    for tool, package in NATIVE_TOOLS:
-        path = shutil.which(tool, path=str(bin_dir)) or shutil.which(tool)
+    for names, package in NATIVE_TOOLS:
+        found = [(n, shutil.which(n, path=str(bin_dir)) or shutil.which(n)) for n in names]
+        tool, path = next(((n, p) for n, p in found if p), (" or ".join(names), None))
         if path is None:
             reasons.append(f"{tool} ({package} {versions.get(package) or 'not installed'}) is not on PATH")
             continue

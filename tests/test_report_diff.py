@@ -1,0 +1,171 @@
+"""``python -m conformance.report diff``: what changed between two reports.
+
+Small synthetic reports, each change of one kind at a time, so each check is
+shown to see the change it exists for (and to stay quiet without it); bad
+input (a missing file, a file that is not a report) fails with a message that
+names the argument.
+"""
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.harness import diff
+from conformance.harness.report import build_report
+from conformance.report import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _case(family="resize", max_lsb=1.0, warnings=(), sections=(), tests=None, vulkan=True):
+    tests = tests or {"test_export": "passed", "test_golden": "failed" if sections else "passed",
+                      "test_vulkan": "passed"}
+    return {"family": family, "tests": tests, "stage": "run",
+            "delegates": [{"backend": "VgfBackend", "ops": ["aten.upsample_bilinear2d.vec"]}],
+            "cpu_ops": [], "golden_changed": list(sections), "warnings": list(warnings),
+            "numerics": {"outputs": [{"vs_float": {"max_lsb": max_lsb, "mean_lsb": 0.2},
+                                      "vs_fake_quant": {"max_lsb": 0.0}}],
+                         "vulkan": {"bit_exact": vulkan, "tensors": {}}}}
+
+
+def _report(**cases):
+    return build_report({k.replace("_", "-"): v for k, v in cases.items()},
+                        {"resize-split": {"name": "resize-split", "needed": True, "evidence": ["x"], "upstream": "u"}})
+
+
+def _base():
+    return _report(up2=_case(), down2=_case(), grid_a=_case(family="grid_sample"))
+
+
+def _only(delta):
+    """The single changed case of a diff."""
+    assert len(delta.cases) == 1, [c.id for c in delta.cases]
+    return delta.cases[0]
+
+
+def test_identical_reports_have_no_changes():
+    delta = diff.diff_reports(_base(), _base())
+    assert delta.cases == [] and len(delta.common) == 3 and delta.new_warnings == []
+    assert "**0 changed**, 3 unchanged" in diff.render_markdown(delta)
+
+
+def test_each_kind_of_change_is_seen():
+    base = _base()
+    # numerics: worse and better beyond the epsilon, not within it
+    new = copy.deepcopy(base)
+    new["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] = 34.0  # up2
+    assert [(n.where, n.old, n.new) for n in _only(diff.diff_reports(base, new)).numerics_worse] == \
+        [("out0 vs_float", 1.0, 34.0)]
+    new["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] = 0.5
+    assert _only(diff.diff_reports(base, new)).numerics_better[0].new == 0.5
+    new["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] = 1.0 + diff.NUMERICS_EPSILON / 2
+    assert diff.diff_reports(base, new).cases == []
+    # goldens: a section that now differs, and the outcome it brings
+    new = copy.deepcopy(base)
+    new["cases"][0]["golden_changed"] = ["tosa", "vgf"]
+    new["cases"][0]["tests"]["test_golden"] = "failed"
+    new["cases"][0]["outcome"] = "failed"
+    case = _only(diff.diff_reports(base, new))
+    assert case.goldens_new == ["tosa", "vgf"] and case.outcome == ("passed", "failed")
+    assert case.tests == {"test_golden": ("passed", "failed")}
+    # delegation: no longer delegated, CPU ops
+    new = copy.deepcopy(base)
+    new["cases"][0]["delegates"] = []
+    new["cases"][0]["cpu_ops"] = ["aten.upsample_bilinear2d.vec"]
+    assert _only(diff.diff_reports(base, new)).delegation == [
+        "no longer delegated", "CPU ops +['aten.upsample_bilinear2d.vec']"]
+    # Vulkan, warnings
+    new = copy.deepcopy(base)
+    new["cases"][0]["numerics"]["vulkan"]["bit_exact"] = False
+    assert _only(diff.diff_reports(base, new)).vulkan == ("bit-exact", "not bit-exact")
+    new = copy.deepcopy(base)
+    new["cases"][1]["warnings"] = ["DeprecationWarning: x is going away"]
+    delta = diff.diff_reports(base, new)
+    assert _only(delta).warnings_new == ["DeprecationWarning: x is going away"]
+    assert delta.new_warnings == ["DeprecationWarning: x is going away"]
+    # a failure that changes while the outcome stays failed
+    old, new = copy.deepcopy(base), copy.deepcopy(base)
+    for report, error in ((old, "KeyError 'val'"), (new, "RuntimeError: invalid partition")):
+        report["cases"][0].update(outcome="failed", stage="lower", error=error)
+    assert _only(diff.diff_reports(old, new)).phrases() == ["failure changed"]
+
+
+def test_workarounds_stack_and_cases_in_one_report():
+    base = _base()
+    new = copy.deepcopy(base)
+    new["workarounds"][0]["needed"] = False
+    new["candidate"] = {"versions": {"executorch": "1.4.1"}}
+    base["candidate"] = {"versions": {"executorch": "1.5.1"}}
+    new["cases"].append({**new["cases"][0], "id": "extra"})
+    del new["cases"][1]
+    delta = diff.diff_reports(base, new)
+    assert delta.workarounds == [("resize-split", "needed", "not needed")]
+    assert delta.stack == [("executorch", "1.5.1", "1.4.1")]
+    assert {(c.id, c.status) for c in delta.cases} == {("extra", "added"), ("grid-a", "removed")}
+    markdown = diff.render_markdown(delta)
+    assert "Stack: executorch 1.5.1 -> 1.4.1" in markdown
+    assert "| resize-split | needed | not needed |" in markdown
+    assert "only in NEW: extra" in markdown and "only in OLD: grid-a" in markdown
+
+
+def test_markdown_groups_like_the_candidate_summary(tmp_path):
+    base = _base()
+    new = copy.deepcopy(base)
+    for case in new["cases"]:
+        if case["family"] == "resize":
+            case["golden_changed"] = ["tosa"]
+            case["numerics"]["outputs"][0]["vs_float"]["max_lsb"] = 40.0
+    markdown = diff.render_markdown(diff.diff_reports(base, new, "nightly-1", "nightly-2"))
+    assert markdown.startswith("## Conformance report: `nightly-1` -> `nightly-2`")
+    assert "- 2 resize cases: goldens: tosa changed" in markdown
+    assert "- 2 resize cases: numerics worse" in markdown
+    assert "| down2 | goldens now differ: tosa<br>numerics worse: out0 vs_float 1 -> 40 LSB |" in markdown
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "report.json").write_text(json.dumps(base))
+    (tmp_path / "b.json").write_text(json.dumps(new))
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b.json"), "-o", str(tmp_path / "d.md")]) == 0
+    assert "- 2 resize cases: numerics worse" in (tmp_path / "d.md").read_text()
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b.json"), "--json", "-o", str(tmp_path / "d.json")]) == 0
+    data = json.loads((tmp_path / "d.json").read_text())
+    assert {"family": "resize", "change": "numerics worse", "cases": 2} in data["groups"]
+
+
+@pytest.mark.parametrize("content, expected", [
+    (None, r"OLD: .*missing does not exist \(expected a report directory holding report.json, or a report.json file\)"),
+    ("{not json", r"OLD: .*bad.json is not JSON"),
+    ('{"results": []}', r"OLD: .*bad.json is not a conformance report: it has no 'cases' list"),
+    ('{"cases": [{"id": "a", "colour": 1}]}', r"OLD: .*not a conformance report of this schema: .*unknown fields \['colour'\]"),
+    ('{"cases": [3]}', r"OLD: .*a case without an id"),
+])
+def test_bad_input_is_named(tmp_path, capsys, content, expected):
+    path = tmp_path / ("missing" if content is None else "bad.json")
+    if content is not None:
+        path.write_text(content)
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "report.json").write_text(json.dumps(_base()))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["diff", str(path), str(good)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m conformance.report diff: error: ")
+    assert re.search(expected, err), err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit):
+        main(["diff", str(good), str(empty)])
+    assert f"NEW: {empty} has no report.json" in capsys.readouterr().err
+
+
+def test_the_command_line_runs_as_a_module(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "report.json").write_text(json.dumps(_base()))
+    done = subprocess.run([sys.executable, "-m", "conformance.report", "diff", str(tmp_path / "a"), str(tmp_path / "a")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "3 cases in both: **0 changed**" in done.stdout
