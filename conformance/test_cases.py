@@ -16,6 +16,8 @@ from conformance.oracles.compare import compare, dequantize
 from conformance.oracles.lowered import output_quant, quantize_inputs
 from conformance.oracles.references import ORACLES
 from conformance.harness.plugin import record_case
+from conformance.harness.errormaps import write_case_maps
+from conformance.harness.html import golden_diff
 from conformance.oracles.pte import PteRuntimeError, load_pte_meta, run_cpu_program
 from conformance.oracles.vulkan import (
     VulkanRunError,
@@ -46,7 +48,9 @@ def test_golden(case_run, golden, request):
     stored = _stored_golden(case_run)
     stored_text = stored.read_text() if stored.exists() else None
     changed = changed_sections(stored_text, current)
-    record_case(request, case_run, golden_changed=changed, changes=describe_changes(stored_text, current))
+    record_case(request, case_run, golden_changed=changed, changes=describe_changes(stored_text, current),
+                golden_diff=golden_diff(stored_text, current) if changed else [],
+                **({"error_maps": write_case_maps(case_run)} if "numerics" in changed else {}))
     assert golden == current, (
         f"golden of {case_run.case.id} changed in sections {changed} ({stored}).\n"
         "If the change is intended, accept it with:\n"
@@ -90,6 +94,7 @@ def _check_outputs(case_run, request, oracle) -> None:
         if (message := case_run.case.get_tolerance(i).check(comparison, oracle.name))
     ]
     if failures:
+        record_case(request, case_run, error_maps=write_case_maps(case_run))  # where it differs
         case_run.fail_check(oracle.name, f"the lowered program (TOSA reference) against {oracle.what}",
                             "\n".join(failures))
 

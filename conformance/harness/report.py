@@ -56,6 +56,10 @@ class CaseRecord:
     ``golden_changed``: sections that differ from the golden; ``changes``:
     the same in words that group across cases. ``pte``: what the shipped
     program declares. ``warnings``: the stack's warnings during the export.
+    ``golden_diff``: the unified diff of the golden's JSON (capped), when it
+    changed. ``error_maps``: PNGs of where the numerics differ, relative to
+    ``run.artifacts`` (:mod:`conformance.harness.errormaps`), for a case whose
+    numerics fail, diverge as expected or drift against the golden.
     ``run``: run-specific data (artifacts path, seconds per stage, Vulkan
     batch): the only part that differs between two runs of the same stack.
     """
@@ -77,6 +81,8 @@ class CaseRecord:
     changes: list = dataclasses.field(default_factory=list)
     pte: dict | None = None
     warnings: list = dataclasses.field(default_factory=list)
+    golden_diff: list = dataclasses.field(default_factory=list)
+    error_maps: list = dataclasses.field(default_factory=list)
     run: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -222,10 +228,13 @@ def _warning_lines(cases: list[dict]) -> list[str]:
     return lines
 
 
-def write_report(report: dict, directory: Path) -> None:
+def write_report(report: dict, directory: Path, map_sources: tuple[Path, ...] = ()) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     (directory / "report.md").write_text(render_markdown(report))
+    from conformance.harness.html import write_html  # report.html beside it, with the error maps
+
+    write_html(report, directory, map_sources)  # maps also from map_sources/maps/ (merged shards)
 
 
 def merge_reports(reports: list[dict]) -> dict:
@@ -253,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"shards must be directories holding report.json; not found in: {missing}")
     merged = merge_reports([json.loads((d / "report.json").read_text()) for d in args.shards])
-    write_report(merged, args.out)
+    write_report(merged, args.out, tuple(args.shards))
     print(f"merged {len(args.shards)} reports, {len(merged['cases'])} cases, into {args.out}")
     return 0
 

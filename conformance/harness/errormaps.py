@@ -1,0 +1,218 @@
+"""Error maps: *where* in an output the lowered program differs from its references.
+
+A numerics failure names one worst element; a map shows the pattern: a
+right-hand column points at a RESIZE border, a frame at a padding mode, a
+checkerboard at a rounding rule, a shifted copy at an offset.
+
+One PNG per output and group of :data:`CHANNELS_PER_MAP` channels. Each row
+is one (batch element, channel) image; the columns are the float model's
+output, the lowered program's, and per oracle (:data:`ORACLES`) the signed
+error ``lowered - reference`` in LSB of the output, on a diverging colour
+scale (red: the lowered program is higher, blue: lower) whose range is
+stated in the column's title and colour bar, the same for every row of the
+column. So a 2x4x12x16 output is one picture of 8 rows. The worst element
+of each error column is circled.
+
+Maps are drawn only for cases that need them (a numerics failure, an
+expected divergence, a numerics drift against the golden): matplotlib
+(Agg backend) is imported on the first map, never by a passing run.
+:func:`write_case_maps` writes them into ``<case artifacts>/error_maps/``;
+:func:`write_maps` draws any set of tensors (the divergences' reproductions,
+the explorer's findings).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+#: Where a case's maps go, inside its artifacts directory.
+MAP_DIR = "error_maps"
+#: Channels per PNG (an RGBA image is one map).
+CHANNELS_PER_MAP = 4
+#: The smallest half-range of an error scale: an error below 1 LSB stays pale
+#: instead of being stretched over the whole scale.
+MIN_ERROR_RANGE = 1.0
+#: Panel height bounds (inches) and the resolution of the PNGs.
+_PANEL_MIN, _PANEL_MAX, _DPI = 0.9, 2.4, 72
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorMap:
+    """One PNG: output ``output``, channels ``channels[0]..channels[1]`` (inclusive)."""
+
+    file: str  # relative to the directory it was written to
+    output: int
+    channels: tuple[int, int]
+    shape: tuple[int, ...]
+    #: Per oracle: the half-range of its colour scale and the max |error|, in LSB.
+    ranges: dict
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "output": self.output, "channels": list(self.channels),
+                "shape": list(self.shape), "ranges": self.ranges}
+
+
+def as_nchw(t: torch.Tensor) -> np.ndarray:
+    """Any output as (N, C, H, W): a 1-D tensor is one row, leading dims beyond 4 fold into N."""
+    a = t.detach().to(torch.float64).cpu().numpy()
+    while a.ndim < 4:
+        a = a[None] if a.ndim >= 2 else a.reshape((1,) * (4 - a.ndim) + a.shape)
+    if a.ndim > 4:
+        a = a.reshape((-1, *a.shape[-3:]))
+    return a
+
+
+def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Tensor,
+               lowered: torch.Tensor, references: dict[str, torch.Tensor], unit: float,
+               output: int = 0, notes: dict[str, str] | None = None) -> list[ErrorMap]:
+    """Draw the maps of one output: ``references`` maps an oracle name to its
+    reference tensor (same shape as ``lowered``); errors are ``(lowered -
+    reference) / unit``. ``notes`` adds a line per oracle under its column's
+    title (e.g. its bound). Returns the maps, files named ``<stem>-c<first>-<last>.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib import pyplot as plt
+    from matplotlib.colors import Normalize
+
+    for name, reference in references.items():
+        if tuple(reference.shape) != tuple(lowered.shape):
+            raise ValueError(f"write_maps: reference {name!r} has shape {tuple(reference.shape)}, "
+                             f"the lowered output {tuple(lowered.shape)}")
+    if not unit > 0:
+        raise ValueError(f"write_maps: unit must be a positive LSB size, got {unit!r}")
+    directory.mkdir(parents=True, exist_ok=True)
+    low = as_nchw(lowered)
+    ref = as_nchw(float_reference)
+    errors = {name: (low - as_nchw(r)) / unit for name, r in references.items()}
+    n, c, h, w = low.shape
+    maps = []
+    for c0 in range(0, c, CHANNELS_PER_MAP):
+        c1 = min(c, c0 + CHANNELS_PER_MAP) - 1
+        rows = [(b, ch) for b in range(n) for ch in range(c0, c1 + 1)]
+        group = (slice(None), slice(c0, c1 + 1))
+        value_norm = Normalize(*_value_range(ref[group], low[group]))
+        ranges = {}
+        columns = [("float model", ref, "gray", value_norm, None),
+                   ("lowered program", low, "gray", value_norm, None)]
+        for name, err in errors.items():
+            worst = float(np.abs(err[group]).max()) if err[group].size else 0.0
+            half = max(MIN_ERROR_RANGE, _nice(worst))
+            ranges[name] = {"range_lsb": half, "max_lsb": round(worst, 3)}
+            label = f"error vs {name.removeprefix('vs_')} (LSB)\nrange ±{half:g}, max {worst:.3g}"
+            if notes and notes.get(name):
+                label += f"\n{notes[name]}"
+            columns.append((label, err, "RdBu_r", Normalize(-half, half), name))
+
+        panel_h = min(_PANEL_MAX, max(_PANEL_MIN, 10.0 / len(rows)))
+        panel_w = min(2.5 * _PANEL_MAX, max(_PANEL_MIN, panel_h * w / h))
+        fig, axes = plt.subplots(len(rows), len(columns), squeeze=False, layout="constrained",
+                                 figsize=(panel_w * len(columns) + 0.6, panel_h * len(rows) + 1.9),
+                                 dpi=_DPI)
+        fig.suptitle(f"{title}\noutput {output} {'x'.join(map(str, lowered.shape))}, "
+                     f"channels {c0}-{c1} of {c}; 1 LSB = {unit:.6g}", fontsize=9)
+        for j, (label, data, cmap, norm, name) in enumerate(columns):
+            for i, (b, ch) in enumerate(rows):
+                ax = axes[i][j]
+                image = ax.imshow(data[b, ch], cmap=cmap, norm=norm, interpolation="nearest")
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if j == 0:
+                    ax.set_ylabel(f"b{b} c{ch}", fontsize=8)
+                if i == 0:
+                    ax.set_title(label, fontsize=7)
+                if name is not None and data[b, ch].size:
+                    y, x = np.unravel_index(int(np.abs(data[b, ch]).argmax()), data[b, ch].shape)
+                    if abs(data[b, ch][y, x]) >= MIN_ERROR_RANGE / 2:
+                        ax.plot(x, y, marker="o", markersize=7, markerfacecolor="none",
+                                markeredgecolor="black", markeredgewidth=0.8)
+            bar = fig.colorbar(image, ax=[axes[i][j] for i in range(len(rows))], orientation="horizontal",
+                               fraction=0.05, pad=0.02, aspect=15)
+            bar.ax.tick_params(labelsize=6)
+        file = f"{stem}-c{c0}-{c1}.png"
+        fig.savefig(directory / file, dpi=_DPI)
+        plt.close(fig)
+        maps.append(ErrorMap(file, output, (c0, c1), tuple(lowered.shape), ranges))
+    return maps
+
+
+def _value_range(*arrays: np.ndarray) -> tuple[float, float]:
+    values = np.concatenate([a.ravel() for a in arrays])
+    if not values.size:
+        return 0.0, 1.0
+    lo, hi = float(values.min()), float(values.max())
+    return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+
+
+def _nice(x: float) -> float:
+    """``x`` rounded up to 1, 2 or 5 times a power of ten (a readable scale end)."""
+    if x <= 0 or not math.isfinite(x):
+        return MIN_ERROR_RANGE
+    power = 10 ** math.floor(math.log10(x))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= x - 1e-12)
+
+
+# ---------------------------------------------------------------------------
+# A case of the suite
+# ---------------------------------------------------------------------------
+_WRITTEN: dict[str, list[dict]] = {}  # artifacts path -> maps, once per case and process
+
+
+def case_outputs(case_run) -> tuple[torch.Tensor, list[torch.Tensor], dict[str, list[torch.Tensor]], list[float]]:
+    """(float outputs, lowered outputs (dequantized), references per oracle, units) of a
+    case whose numerics ran; the lowered outputs are the values of that run."""
+    from conformance.oracles.compare import dequantize
+    from conformance.oracles.lowered import output_quant
+    from conformance.oracles.references import ORACLES, Subject
+
+    case, result, numerics = case_run.case, case_run.result, case_run.numerics
+    program = numerics.program
+    raw = [program.values[n] for n in program.program.graph_module.graph.output_node().args[0]]
+    params = output_quant(result.edge_program, result.io_quant_params)
+    lowered = [dequantize(q, p) for q, p in zip(raw, params)]
+    subject = Subject(case.model().eval(), case.make_inputs(), result.quantized_module)
+    with torch.no_grad():
+        references = {name: oracle.reference(subject) for name, oracle in ORACLES.items()}
+        floats = subject.float_outputs
+    return floats, lowered, references, numerics.units
+
+
+def write_case_maps(case_run) -> list[dict]:
+    """The maps of a case whose numerics ran, in ``<artifacts>/error_maps/``
+    (drawn once per case): what the report records (``error_maps``, paths
+    relative to the artifacts). Never raises: a map that cannot be drawn
+    is a record with ``error`` (the harness's failure, not the case's), so
+    it never hides the numerics failure it was drawn for."""
+    if case_run.numerics is None:
+        return []  # the run failed before numerics: nothing to map
+    key = str(case_run.artifacts)
+    if key in _WRITTEN:
+        return _WRITTEN[key]
+    try:
+        floats, lowered, references, units = case_outputs(case_run)
+        maps = []
+        for i, (f, low, unit) in enumerate(zip(floats, lowered, units)):
+            tolerance = case_run.case.get_tolerance(i)
+            notes = {name: _bound_note(tolerance, name, case_run.numerics.comparisons[name][i])
+                     for name in references}
+            maps += [m.to_dict() | {"file": f"{MAP_DIR}/{m.file}"} for m in write_maps(
+                case_run.artifacts / MAP_DIR, f"output{i}", case_run.case.id, f, low,
+                {name: refs[i] for name, refs in references.items()}, unit, output=i, notes=notes)]
+    except Exception as error:  # noqa: BLE001 - the maps are an aid; the check's own failure stands
+        maps = [{"error": f"error maps could not be drawn (a bug of vgf-conformance): "
+                          f"{type(error).__name__}: {error}"}]
+    _WRITTEN[key] = maps
+    return maps
+
+
+def _bound_note(tolerance, name: str, comparison) -> str:
+    """The oracle's bound for this output and whether the comparison keeps it."""
+    bound = tolerance.bounds.get(name)
+    if bound is None:
+        return ""
+    return f"{'FAILS' if bound.problems(comparison) else 'within'} bound {bound.max_lsb:g}"
