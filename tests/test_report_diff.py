@@ -169,3 +169,11 @@ def test_the_command_line_runs_as_a_module(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "3 cases in both: **0 changed**" in done.stdout
+
+
+def test_diff_and_compat_need_only_the_standard_library():
+    """The nightly's diff and matrix jobs run without the stack: importing the
+    commands with site-packages off (-S) must work."""
+    done = subprocess.run([sys.executable, "-S", "-c", "import conformance.report"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -2,7 +2,9 @@
 
 ``report.json`` has ``cases``, one :class:`CaseRecord` per case run (its
 docstring is the schema), and ``workarounds``, one :class:`WorkaroundVerdict`
-per ledger entry probed. The plugin fills the records, :func:`merge_reports`
+per ledger entry probed; a candidate's report (``scripts/candidate.sh``) also
+has ``candidate`` (:class:`conformance.harness.compat.CandidateRecord`: its
+pins, versions, whether it installs and runs). The plugin fills the records, :func:`merge_reports`
 reads them back (refusing unknown fields, keeping every known one), and
 ``report.md`` is rendered from them: counts by outcome and by op family, the
 changes against the goldens grouped ("12 resize cases: no longer
