@@ -140,3 +140,12 @@ def test_a_map_that_cannot_be_drawn_never_hides_the_failure(tmp_path, shifted_de
     (maps,) = _recorded_maps(request)
     assert maps == [{"error": "error maps could not be drawn (a bug of vgf-conformance): RuntimeError: no fonts"}]
     assert write_case_maps(dataclasses.replace(run, numerics=None, artifacts=tmp_path / "x")) == []
+
+
+def test_a_large_output_is_pooled_without_losing_a_one_pixel_error(tmp_path):
+    reference, lowered = _pair((1, 1, 270, 480), 0.0)
+    lowered[0, 0, 101, 201] -= 20 * FLOAT_UNIT
+    (m,) = write_maps(tmp_path, "o", "t", reference, lowered, {"vs_float": reference}, FLOAT_UNIT)
+    assert m.ranges["vs_float"] == {"range_lsb": 20, "max_lsb": 20.0}
+    assert errormaps._pool(np.array([[0.0, -3.0, 1.0], [2.0, 0.0, 0.0]]), 2).tolist() == [[-3.0, 1.0]]
+    assert errormaps._pool(np.array([[1.0, 3.0], [5.0, 7.0]]), 2, extreme=False).tolist() == [[4.0]]

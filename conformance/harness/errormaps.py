@@ -11,7 +11,8 @@ error ``lowered - reference`` in LSB of the output, on a diverging colour
 scale (red: the lowered program is higher, blue: lower) whose range is
 stated in the column's title and colour bar, the same for every row of the
 column. So a 2x4x12x16 output is one picture of 8 rows. The worst element
-of each error column is circled.
+of each error column is circled. An output larger than a panel shows is
+pooled, each block keeping its most extreme error (a one-pixel error stays).
 
 Maps are drawn only for cases that need them (a numerics failure, an
 expected divergence, a numerics drift against the golden): matplotlib
@@ -111,34 +112,70 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
 
         panel_h = min(_PANEL_MAX, max(_PANEL_MIN, 10.0 / len(rows)))
         panel_w = min(2.5 * _PANEL_MAX, max(_PANEL_MIN, panel_h * w / h))
-        fig, axes = plt.subplots(len(rows), len(columns), squeeze=False, layout="constrained",
-                                 figsize=(panel_w * len(columns) + 0.6, panel_h * len(rows) + 1.9),
-                                 dpi=_DPI)
+        # Large outputs are pooled to what a panel shows, keeping each block's
+        # most extreme element (a one-pixel error stays visible).
+        factor = max(1, math.ceil(max(h / (panel_h * _DPI), w / (panel_w * _DPI))))
+        fig, axes = plt.subplots(1, len(columns), squeeze=False, layout="constrained",
+                                 figsize=(panel_w * len(columns) + 0.8, panel_h * len(rows) + 1.9), dpi=_DPI)
         fig.suptitle(f"{title}\noutput {output} {'x'.join(map(str, lowered.shape))}, "
-                     f"channels {c0}-{c1} of {c}; 1 LSB = {unit:.6g}", fontsize=9)
+                     f"channels {c0}-{c1} of {c}; 1 LSB = {unit:.6g}"
+                     + (f"; pooled {factor}x{factor} (most extreme element per block)" if factor > 1 else ""),
+                     fontsize=9)
         for j, (label, data, cmap, norm, name) in enumerate(columns):
-            for i, (b, ch) in enumerate(rows):
-                ax = axes[i][j]
-                image = ax.imshow(data[b, ch], cmap=cmap, norm=norm, interpolation="nearest")
-                ax.set_xticks([])
-                ax.set_yticks([])
-                if j == 0:
-                    ax.set_ylabel(f"b{b} c{ch}", fontsize=8)
-                if i == 0:
-                    ax.set_title(label, fontsize=7)
-                if name is not None and data[b, ch].size:
-                    y, x = np.unravel_index(int(np.abs(data[b, ch]).argmax()), data[b, ch].shape)
-                    if abs(data[b, ch][y, x]) >= MIN_ERROR_RANGE / 2:
-                        ax.plot(x, y, marker="o", markersize=7, markerfacecolor="none",
-                                markeredgecolor="black", markeredgewidth=0.8)
-            bar = fig.colorbar(image, ax=[axes[i][j] for i in range(len(rows))], orientation="horizontal",
-                               fraction=0.05, pad=0.02, aspect=15)
+            ax = axes[0][j]
+            mosaic, centers, step = _mosaic([_pool(data[b, ch], factor, extreme=name is not None)
+                                             for b, ch in rows])
+            colours = plt.get_cmap(cmap).with_extremes(bad="white")
+            image = ax.imshow(mosaic, cmap=colours, norm=norm, interpolation="nearest", aspect="equal")
+            ax.set_xticks([])
+            ax.set_yticks(centers if j == 0 else [], [f"b{b} c{ch}" for b, ch in rows] if j == 0 else [],
+                          fontsize=8)
+            ax.tick_params(length=0)
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+            ax.set_title(label, fontsize=7)
+            if name is not None:
+                for i, (b, ch) in enumerate(rows):
+                    tile = _pool(data[b, ch], factor)
+                    if tile.size:
+                        y, x = np.unravel_index(int(np.abs(tile).argmax()), tile.shape)
+                        if abs(tile[y, x]) >= MIN_ERROR_RANGE / 2:
+                            ax.plot(x, y + i * step, marker="o", markersize=7, markerfacecolor="none",
+                                    markeredgecolor="black", markeredgewidth=0.8)
+            bar = fig.colorbar(image, ax=ax, orientation="horizontal", fraction=0.05, pad=0.01, aspect=15)
             bar.ax.tick_params(labelsize=6)
         file = f"{stem}-c{c0}-{c1}.png"
         fig.savefig(directory / file, dpi=_DPI)
         plt.close(fig)
         maps.append(ErrorMap(file, output, (c0, c1), tuple(lowered.shape), ranges))
     return maps
+
+
+def _pool(image: np.ndarray, factor: int, extreme: bool = True) -> np.ndarray:
+    """``image`` reduced ``factor`` times per axis: each block to its element of
+    largest magnitude (errors), or to its mean (values)."""
+    if factor == 1:
+        return image
+    h, w = image.shape
+    padded = np.full((math.ceil(h / factor) * factor, math.ceil(w / factor) * factor), np.nan)
+    padded[:h, :w] = image
+    blocks = padded.reshape(padded.shape[0] // factor, factor, padded.shape[1] // factor, factor)
+    blocks = blocks.transpose(0, 2, 1, 3).reshape(blocks.shape[0], blocks.shape[2], -1)
+    if not extreme:
+        return np.nanmean(blocks, axis=-1)
+    index = np.nanargmax(np.abs(blocks), axis=-1)
+    return np.take_along_axis(blocks, index[..., None], axis=-1)[..., 0]
+
+
+def _mosaic(tiles: list[np.ndarray]) -> tuple[np.ndarray, list[float], int]:
+    """The tiles one under another, a blank (NaN) gap between them: (mosaic, row centres, row step)."""
+    h, w = tiles[0].shape
+    gap = max(1, round(h / 8))
+    step = h + gap
+    mosaic = np.full((len(tiles) * step - gap, w), np.nan)
+    for i, tile in enumerate(tiles):
+        mosaic[i * step:i * step + h] = tile
+    return mosaic, [i * step + (h - 1) / 2 for i in range(len(tiles))], step
 
 
 def _value_range(*arrays: np.ndarray) -> tuple[float, float]:
