@@ -83,11 +83,17 @@ def test_each_kind_of_change_is_seen():
     new = copy.deepcopy(base)
     new["cases"][0]["numerics"]["vulkan"]["bit_exact"] = False
     assert _only(diff.diff_reports(base, new)).vulkan == ("bit-exact", "not bit-exact")
+    # warnings: new over the report; one that moves to another case (Python
+    # shows it once per process, wherever xdist dealt the cases) is no change
     new = copy.deepcopy(base)
     new["cases"][1]["warnings"] = ["DeprecationWarning: x is going away"]
     delta = diff.diff_reports(base, new)
-    assert _only(delta).warnings_new == ["DeprecationWarning: x is going away"]
-    assert delta.new_warnings == ["DeprecationWarning: x is going away"]
+    assert delta.new_warnings == ["DeprecationWarning: x is going away"] and delta.cases == []
+    assert "- new: DeprecationWarning: x is going away" in diff.render_markdown(delta)
+    moved = copy.deepcopy(new)
+    moved["cases"][1]["warnings"], moved["cases"][2]["warnings"] = [], new["cases"][1]["warnings"]
+    delta = diff.diff_reports(new, moved)
+    assert delta.new_warnings == delta.gone_warnings == delta.cases == []
     # a failure that changes while the outcome stays failed
     old, new = copy.deepcopy(base), copy.deepcopy(base)
     for report, error in ((old, "KeyError 'val'"), (new, "RuntimeError: invalid partition")):
@@ -109,6 +115,8 @@ def test_workarounds_stack_and_cases_in_one_report():
     assert {(c.id, c.status) for c in delta.cases} == {("extra", "added"), ("grid-a", "removed")}
     markdown = diff.render_markdown(delta)
     assert "Stack: executorch 1.5.1 -> 1.4.1" in markdown
+    del base["candidate"]  # a plain --vgf-report run does not say its versions
+    assert diff.diff_reports(base, new).stack == [("executorch", "?", "1.4.1")]
     assert "| resize-split | needed | not needed |" in markdown
     assert "only in NEW: extra" in markdown and "only in OLD: grid-a" in markdown
 

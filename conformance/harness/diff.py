@@ -5,7 +5,9 @@ nightlies, or a baseline and a candidate; each a report directory or its
 ``report.json``) case by case: the outcome and each test's, the stage and
 error, the golden sections that differ from the goldens, delegation, numerics
 (the worst error, max LSB, of each output against each oracle), Vulkan
-bit-exactness, warnings, and the workaround verdicts. Changes are grouped
+bit-exactness, and the workaround verdicts; warnings over all the cases in
+both (a warning is shown once per process, so which case records it is not
+stable). Changes are grouped
 across cases the way the report groups golden changes ("12 resize cases:
 numerics worse"), then listed per case, as Markdown fit for a pull-request
 comment (or ``--json``).
@@ -87,8 +89,6 @@ class CaseDiff:
     numerics_worse: list = dataclasses.field(default_factory=list)
     numerics_better: list = dataclasses.field(default_factory=list)
     vulkan: tuple | None = None
-    warnings_new: list = dataclasses.field(default_factory=list)
-    warnings_gone: list = dataclasses.field(default_factory=list)
 
     def phrases(self) -> list[str]:
         """The changes in words that group across cases."""
@@ -111,10 +111,6 @@ class CaseDiff:
             out.append("numerics better")
         if self.vulkan:
             out.append(f"Vulkan {self.vulkan[0]} -> {self.vulkan[1]}")
-        if self.warnings_new:
-            out.append("new warnings")
-        if self.warnings_gone:
-            out.append("warnings gone")
         return out
 
     def details(self) -> list[str]:
@@ -138,8 +134,6 @@ class CaseDiff:
                 out.append(f"numerics {label}: " + ", ".join(f"{n.where} {n.old:g} -> {n.new:g} LSB" for n in changes))
         if self.vulkan:
             out.append(f"Vulkan {self.vulkan[0]} -> {self.vulkan[1]}")
-        out += [f"new warning: {_short(w)}" for w in self.warnings_new]
-        out += [f"warning gone: {_short(w)}" for w in self.warnings_gone]
         return out
 
 
@@ -245,9 +239,6 @@ def diff_case(old: dict, new: dict) -> CaseDiff:
             change.numerics_better.append(numbers)
     if _vulkan(old) != _vulkan(new) and _vulkan(old) and _vulkan(new):
         change.vulkan = (_vulkan(old), _vulkan(new))
-    old_warnings, new_warnings = set(old.get("warnings") or []), set(new.get("warnings") or [])
-    change.warnings_new = sorted(new_warnings - old_warnings)
-    change.warnings_gone = sorted(old_warnings - new_warnings)
     return change
 
 
@@ -276,9 +267,15 @@ def diff_reports(old: dict, new: dict, old_name: str = "OLD", new_name: str = "N
                    for name in sorted(set(old_ledger) | set(new_ledger))]
     old_versions = (old.get("candidate") or {}).get("versions") or {}
     new_versions = (new.get("candidate") or {}).get("versions") or {}
-    stack = [(p, old_versions.get(p), new_versions.get(p)) for p in sorted(set(old_versions) | set(new_versions))
-             if old_versions.get(p) != new_versions.get(p)]
-    # Warnings compared over the cases both reports ran, so a wider scope is not "new".
+    if old_versions and new_versions:
+        stack = [(p, old_versions.get(p), new_versions.get(p)) for p in sorted(set(old_versions) | set(new_versions))
+                 if old_versions.get(p) != new_versions.get(p)]
+    else:  # one side does not say its versions (a plain --vgf-report run): show what the other has
+        stack = [(p, old_versions.get(p, "?"), new_versions.get(p, "?"))
+                 for p in sorted(set(old_versions) | set(new_versions))]
+    # Warnings are compared over the cases both reports ran (a wider scope is
+    # not "new"), as a set: Python shows a warning once per process, so which
+    # case of a run records it depends on how xdist dealt the cases.
     old_all = {w for i in common for w in old_cases[i].get("warnings") or []}
     new_all = {w for i in common for w in new_cases[i].get("warnings") or []}
     return ReportDiff(old_name, new_name, common, cases, workarounds, stack,
@@ -292,7 +289,8 @@ def render_markdown(delta: ReportDiff, max_rows: int = MAX_CASE_ROWS) -> str:
     removed = [c for c in delta.cases if c.status == "removed"]
     lines = [f"## Conformance report: `{delta.old_name}` -> `{delta.new_name}`", ""]
     if delta.stack:
-        lines += ["Stack: " + ", ".join(f"{p} {a or 'absent'} -> {b or 'absent'}" for p, a, b in delta.stack), ""]
+        lines += ["Stack: " + ", ".join(f"{p} {a or 'absent'} -> {b or 'absent'}" if a != b else f"{p} {a}"
+                                        for p, a, b in delta.stack), ""]
     lines.append(f"{len(delta.common)} cases in both: **{len(changed)} changed**, "
                  f"{len(delta.common) - len(changed)} unchanged"
                  + (f"; {len(removed)} only in OLD" if removed else "")
@@ -316,7 +314,7 @@ def render_markdown(delta: ReportDiff, max_rows: int = MAX_CASE_ROWS) -> str:
         else:
             lines.append(f"Unchanged ({len(delta.workarounds)} workarounds).")
     if delta.new_warnings or delta.gone_warnings:
-        lines += ["", "### Warnings", ""]
+        lines += ["", "### Warnings (over the cases in both)", ""]
         lines += [f"- new: {_short(w, 300)}" for w in delta.new_warnings]
         lines += [f"- gone: {_short(w, 300)}" for w in delta.gone_warnings]
     if added or removed:
