@@ -73,6 +73,10 @@ def test_each_kind_of_change_is_seen():
     case = _only(diff.diff_reports(base, new))
     assert case.goldens_new == ["tosa", "vgf"] and case.outcome == ("passed", "failed")
     assert case.tests == {"test_golden": ("passed", "failed")}
+    assert case.phrases()[1:] == ["goldens: tosa changed", "goldens: vgf changed"]
+    new["cases"][0]["changes"] = ["RESIZE attributes changed", "vgf changed"]  # the report's own words
+    assert _only(diff.diff_reports(base, new)).phrases()[1:] == ["goldens: RESIZE attributes changed",
+                                                                  "goldens: vgf changed"]
     # delegation: no longer delegated, CPU ops
     new = copy.deepcopy(base)
     new["cases"][0]["delegates"] = []

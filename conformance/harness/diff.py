@@ -85,6 +85,7 @@ class CaseDiff:
     failure: tuple | None = None  # (old "stage: error", new)
     goldens_new: list = dataclasses.field(default_factory=list)  # sections that now differ
     goldens_gone: list = dataclasses.field(default_factory=list)  # sections that no longer differ
+    golden_words: list = dataclasses.field(default_factory=list)  # new ``changes`` ("no longer delegated")
     delegation: list = dataclasses.field(default_factory=list)
     numerics_worse: list = dataclasses.field(default_factory=list)
     numerics_better: list = dataclasses.field(default_factory=list)
@@ -101,7 +102,8 @@ class CaseDiff:
             out.append("test outcomes changed")
         if self.failure and not self.outcome:
             out.append("failure changed")
-        out += [f"goldens: {s} changed" for s in self.goldens_new]
+        # The report's own words for golden changes where it has them, else the sections.
+        out += [f"goldens: {w}" for w in self.golden_words] or [f"goldens: {s} changed" for s in self.goldens_new]
         out += [f"goldens: {s} matches again" for s in self.goldens_gone]
         if self.delegation:
             out.append("delegation changed")
@@ -125,7 +127,8 @@ class CaseDiff:
         if self.failure:
             out.append(f"failure: `{self.failure[0] or 'none'}` -> `{self.failure[1] or 'none'}`")
         if self.goldens_new:
-            out.append("goldens now differ: " + ", ".join(self.goldens_new))
+            out.append("goldens now differ: " + ", ".join(self.goldens_new)
+                       + (f" ({'; '.join(self.golden_words)})" if self.golden_words else ""))
         if self.goldens_gone:
             out.append("goldens match again: " + ", ".join(self.goldens_gone))
         out += self.delegation
@@ -229,6 +232,7 @@ def diff_case(old: dict, new: dict) -> CaseDiff:
     old_sections, new_sections = set(old.get("golden_changed") or []), set(new.get("golden_changed") or [])
     change.goldens_new = sorted(new_sections - old_sections)
     change.goldens_gone = sorted(old_sections - new_sections)
+    change.golden_words = [w for w in new.get("changes") or [] if w not in (old.get("changes") or [])]
     change.delegation = _delegation(old, new)
     before, after = _max_lsb(old), _max_lsb(new)
     for where in sorted(set(before) & set(after)):
