@@ -17,17 +17,23 @@ from conformance.oracles.vulkan import VulkanCheck, VulkanRunError
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_plan_deals_consecutive_cases_per_tier_and_shard():
+def test_plan_deals_cases_per_tier_and_shard():
     ids = [f"c{i:02d}" for i in range(10)]
     quick = {"c01", "c04", "c07"}
     plan = batches.plan_batches(ids, quick, size=3)
     assert [c for c in ids if plan[c] == "quick-batch01"] == ["c01", "c04", "c07"]
-    assert [c for c in ids if plan[c] == "full-batch01"] == ["c00", "c02", "c03"]
-    assert [c for c in ids if plan[c] == "full-batch03"] == ["c09"]
-    sharded = batches.plan_batches(ids, quick, size=3, shard=(2, 2))  # c01 c03 c05 c07 c09
-    assert [c for c in ids if sharded[c] == "quick-batch01"] == ["c01", "c07"]
-    assert [c for c in ids if sharded[c] == "full-batch01"] == ["c03", "c05", "c09"]
-    assert sharded["c00"] == "c00"  # another shard's case: its own group
+    # Equal weights (no durations): dealt over ceil(7/3) = 3 batches in id order.
+    assert [c for c in ids if plan[c] == "full-batch01"] == ["c00", "c05", "c09"]
+    assert [c for c in ids if plan[c] == "full-batch03"] == ["c03", "c08"]
+    sharded = batches.plan_batches(ids, quick, size=3, shard=(2, 2))
+    members = batches.shard_members(ids, (2, 2), quick)
+    assert members == ["c00", "c03", "c04", "c06", "c09"]
+    assert [c for c in ids if sharded[c] == "quick-batch01"] == ["c04"]
+    assert sorted(c for c in ids if sharded[c].startswith("full-batch")) == ["c00", "c03", "c06", "c09"]
+    assert sharded["c01"] == "c01"  # another shard's case: its own group
+    # Two workers: as many batches for each (ceil(7/3) = 3, rounded up to 4).
+    assert len({plan for plan in batches.plan_batches(ids, quick, size=3, workers=2).values()
+                if plan.startswith("full")}) == 4
     assert batches.plan_batches(ids, quick, size=1) == {c: c for c in ids}
     with pytest.raises(ValueError, match="--vgf-vulkan-batch must be at least 1, got 0"):
         batches.plan_batches(ids, quick, size=0)
@@ -35,7 +41,8 @@ def test_plan_deals_consecutive_cases_per_tier_and_shard():
 
 def _item(name, case=None):
     callspec = SimpleNamespace(params={"case_run": case}) if case else None
-    return SimpleNamespace(originalname=name, callspec=callspec, name=f"{name}[{case}]")
+    return SimpleNamespace(originalname=name, callspec=callspec, name=f"{name}[{case}]",
+                           nodeid=f"test_cases.py::{name}[{case}]")
 
 
 def test_order_puts_each_batch_together_with_its_vulkan_tests_last():
@@ -65,7 +72,9 @@ def test_collected_suite_runs_each_batch_vulkan_last():
 
     quick = sorted(c for c, case in CASES.items() if case.quick)
     assert {n[n.index("[") + 1:n.rindex("]")] for n in nodeids} == set(quick)
-    plan = batches.plan_batches(CASES, set(quick), 5)
+    from conformance.harness import durations
+
+    plan = batches.plan_batches(CASES, set(quick), 5, seconds=durations.load(None).restricted(CASES))
     positions = defaultdict(list)
     for index, nodeid in enumerate(nodeids):
         case = nodeid[nodeid.index("[") + 1:nodeid.rindex("]")]

@@ -2,14 +2,18 @@
 
 A scenario-runner process spends most of a small case's time compiling the
 emulation layer's shaders (about 0.4 s of 0.6 s), once per process. So the
-cases are dealt into batches of ``--vgf-vulkan-batch`` (default
-:data:`DEFAULT_SIZE`) consecutive cases in id order, the quick tier and the
-rest separately (``-m quick`` then makes full batches), within the shard of
-``--vgf-shard``. A batch:
+cases are dealt into batches of at most ``--vgf-vulkan-batch`` (default
+:data:`DEFAULT_SIZE`) cases, the quick tier and the rest separately (``-m
+quick`` then makes full batches), within the shard of ``--vgf-shard``
+(:func:`shard_members`: balanced by the seconds of
+conformance/durations.json). The number of batches of a tier is a multiple
+of the number of xdist workers and the cases are dealt over them by their
+seconds, so the batches take about the same time. A batch:
 
 - is one xdist group: all tests of its cases run on one worker, in the
   order :func:`order_items` gives: every case's export, golden and numerics
-  tests first, then the batch's ``test_vulkan`` tests;
+  tests first, then the batch's ``test_vulkan`` tests; the longest batches
+  (and tests that are not per case) first;
 - keeps its cases' runs (:class:`Batches`), so a case is still exported once
   although its Vulkan test comes after the other cases' tests;
 - runs its cases' scenarios in one runner process when the first of its
@@ -27,6 +31,15 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
+from conformance.harness.plan import (  # noqa: F401 - the plan, re-exported (conformance/harness/plan.py)
+    DEFAULT_SIZE,
+    VULKAN_TEST,
+    item_case,
+    order_items,
+    plan_batches,
+    shard_assignment,
+    shard_members,
+)
 from conformance.harness.runner import CaseRun, run_case
 from conformance.oracles.vulkan import (
     ScenarioBuilder,
@@ -38,56 +51,6 @@ from conformance.oracles.vulkan import (
     run_scenario,
     run_scenarios,
 )
-
-DEFAULT_SIZE = 8
-VULKAN_TEST = "test_vulkan"
-
-
-def shard_members(case_ids, shard: tuple[int, int] | None) -> list[str]:
-    """The case ids of shard (I, N), in id order: dealt round-robin over the
-    whole table. All of them when ``shard`` is None."""
-    ordered = sorted(case_ids)
-    if shard is None:
-        return ordered
-    index, count = shard
-    return [c for i, c in enumerate(ordered) if i % count + 1 == index]
-
-
-def plan_batches(case_ids, quick: set[str], size: int, shard: tuple[int, int] | None = None) -> dict[str, str]:
-    """Case id -> batch name. Cases outside ``shard`` (I, N) keep their own
-    name: they are deselected."""
-    if size < 1:
-        raise ValueError(f"--vgf-vulkan-batch must be at least 1, got {size}")
-    plan = {case_id: case_id for case_id in case_ids}
-    ordered = shard_members(case_ids, shard)
-    if size == 1:
-        return plan
-    for tier in ("quick", "full"):
-        members = [c for c in ordered if (c in quick) == (tier == "quick")]
-        for start in range(0, len(members), size):
-            for case_id in members[start:start + size]:
-                plan[case_id] = f"{tier}-batch{start // size + 1:02d}"
-    return plan
-
-
-def item_case(item) -> str | None:
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("case_run") if callspec else None
-
-
-def order_items(items: list, plan: dict[str, str]) -> list:
-    """Each batch's items together, its Vulkan tests last; the rest in place."""
-    first: dict[str, int] = {}
-    keys = []
-    for index, item in enumerate(items):
-        case_id = item_case(item)
-        if case_id is None:
-            keys.append((index, 0, index))
-            continue
-        start = first.setdefault(plan[case_id], index)
-        keys.append((start, int(item.originalname == VULKAN_TEST), index))
-    return [item for _, item in sorted(zip(keys, items), key=lambda pair: pair[0])]
-
 
 @dataclasses.dataclass
 class _Outcome:

@@ -8,11 +8,14 @@ Options:
   --vgf-report DIR      write DIR/report.json and DIR/report.md
   --vgf-artifacts DIR   keep each case's export artifacts in DIR/<case id>
                         (default: a fresh directory under pytest's basetemp)
-  --vgf-shard I/N       run shard I of N
+  --vgf-shard I/N       run shard I of N (balanced by the durations file)
+  --vgf-durations FILE  seconds per case for shards, batches, order and ETA
+                        (default conformance/durations.json)
   --vgf-vulkan-batch N  cases per batch (one worker, one Vulkan runner process)
+  --vgf-progress N      a progress line every N cases (0: none)
 
 Every test of a case is marked ``xdist_group(<its batch>)`` (a batch's tests
-stay on one worker under ``--dist loadgroup``; see conformance/batches.py),
+stay on one worker under ``--dist loadgroup``; see conformance/harness/plan.py and batches.py),
 ``quick`` when the case is in the pull-request tier, and, when the case has
 an Expectation, a strict xfail that only an :class:`ExpectedStageFailure`
 satisfies.
@@ -25,19 +28,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from conformance.harness import batches
+# Only light modules here: the xdist controller imports this plugin and needs
+# neither torch nor ExecuTorch (the workers import them when they collect).
+from conformance.harness import durations, plan
 from conformance.harness.report import WorkaroundVerdict, build_report, write_report
-from conformance.harness.runner import ExpectedStageFailure
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"
 PLAN_KEY = pytest.StashKey[dict]()
 CASES_KEY = pytest.StashKey[dict]()
+DURATIONS_KEY = pytest.StashKey[durations.Durations]()
 
 
 # ---------------------------------------------------------------------------
@@ -57,16 +65,25 @@ def pytest_addoption(parser):
                     help="keep each case's export artifacts under DIR/<case id> "
                          "(DIR must not hold artifacts of the same cases)")
     group.addoption("--vgf-shard", metavar="I/N", default=None,
-                    help="run shard I of N (1-based): cases are dealt round-robin in id order "
-                         "over the whole table, a case's tests stay together; tests that are "
-                         "not per case run in shard 1")
+                    help="run shard I of N (1-based): cases are dealt over the whole table by "
+                         "their seconds in the durations file (longest first, to the shard with "
+                         "the least so far; the quick tier first), a case's tests stay together; "
+                         "tests that are not per case are dealt on top")
+    group.addoption("--vgf-durations", metavar="FILE", default=None,
+                    help="seconds per case (python -m conformance.harness.durations update) that "
+                         "balance shards and batches, order them and give the ETA "
+                         "(default: conformance/durations.json; missing cases count as the median)")
+    group.addoption("--vgf-progress", metavar="N", type=int, default=None,
+                    help="print a progress line every N cases (done of total, per tier, ETA) and "
+                         "one at the end; 0: none (default: every tenth of the run, at least 10 "
+                         "cases; none with -q)")
     group.addoption("--vgf-require-vulkan", action="store_true",
                     default=os.environ.get("CI", "").lower() == "true",
                     help="fail (instead of skip) the Vulkan tests when the Vulkan stack is missing; "
                          "on by default where the environment says CI=true")
-    group.addoption("--vgf-vulkan-batch", metavar="N", type=int, default=batches.DEFAULT_SIZE,
+    group.addoption("--vgf-vulkan-batch", metavar="N", type=int, default=plan.DEFAULT_SIZE,
                     help="cases per batch: a batch's tests run on one worker and its cases share "
-                         f"one Vulkan runner process (default {batches.DEFAULT_SIZE}; 1: each "
+                         f"one Vulkan runner process (default {plan.DEFAULT_SIZE}; 1: each "
                          "case alone)")
 
 
@@ -74,8 +91,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "quick: the representative pull-request subset")
     config.addinivalue_line("markers", "vulkan: runs on the Vulkan stack (scenario runner, llvmpipe)")
     config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
-    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerMemory(config), "vgf-worker-memory")
+    else:  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
+        if getattr(config.option, "dist", "no") == "loadgroup":
+            # Hand groups out in the order of order_items (longest first), not
+            # sorted by their number of tests (xdist's --loadscope-reorder).
+            config.option.loadscopereorder = False
     _shard(config)  # a bad --vgf-shard is a usage error, whatever is collected
     golden_dir = config.getoption("--vgf-golden-dir")
     if config.getoption("--vgf-cases") and golden_dir is None:
@@ -89,6 +112,13 @@ def pytest_configure(config):
     if config.getoption("--vgf-vulkan-batch") < 1:
         raise pytest.UsageError(
             f"--vgf-vulkan-batch must be at least 1, got {config.getoption('--vgf-vulkan-batch')}")
+    progress = config.getoption("--vgf-progress")
+    if progress is not None and progress < 0:
+        raise pytest.UsageError(f"--vgf-progress must be 0 (none) or a number of cases, got {progress}")
+    try:
+        durations.load(config.getoption("--vgf-durations"))
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def _shard(config) -> tuple[int, int] | None:
@@ -111,14 +141,30 @@ def session_cases(config) -> dict:
     return config.stash[CASES_KEY]
 
 
+def session_durations(config) -> durations.Durations:
+    """Seconds per case (and per test that is not per case) of --vgf-durations."""
+    if DURATIONS_KEY not in config.stash:
+        config.stash[DURATIONS_KEY] = durations.load(
+            config.getoption("--vgf-durations")).restricted(session_cases(config))
+    return config.stash[DURATIONS_KEY]
+
+
+def _workers(config) -> int:
+    """The xdist workers sharing this run (1 without xdist)."""
+    return int(getattr(config, "workerinput", {}).get("workercount", 1))
+
+
+def _quick(config) -> set[str]:
+    return {c for c, case in session_cases(config).items() if case.quick}
+
+
 def _plan(config) -> dict[str, str]:
-    """Case id -> batch (conformance/batches.py), computed once, when a run
-    collects cases."""
+    """Case id -> batch (conformance/harness/plan.py), computed once, when a run
+    collects cases (identically on every xdist worker)."""
     if PLAN_KEY not in config.stash:
-        cases = session_cases(config)
-        config.stash[PLAN_KEY] = batches.plan_batches(
-            cases, {c for c, case in cases.items() if case.quick},
-            config.getoption("--vgf-vulkan-batch"), _shard(config))
+        config.stash[PLAN_KEY] = plan.plan_batches(
+            session_cases(config), _quick(config), config.getoption("--vgf-vulkan-batch"),
+            _shard(config), session_durations(config), _workers(config))
     return config.stash[PLAN_KEY]
 
 
@@ -135,26 +181,31 @@ def _parse_shard(spec: str) -> tuple[int, int]:
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection and pytest's fixture ordering
 def pytest_collection_modifyitems(config, items):
     shard = _shard(config)
+    seconds = session_durations(config) if items else None
     if shard is not None:
-        members = set(batches.shard_members(_plan(config), shard))
+        assignment, loads = plan.shard_assignment(session_cases(config), shard[1], _quick(config),
+                                                     seconds)
+        others = {item.nodeid: seconds(item.nodeid) for item in items if plan.item_case(item) is None}
+        assignment.update(durations.balance(others, shard[1], loads)[0])
         keep, drop = [], []
         for item in items:
-            case_id = batches.item_case(item)
-            kept = case_id in members if case_id is not None else shard[0] == 1
-            (keep if kept else drop).append(item)
+            unit = plan.item_case(item) or item.nodeid
+            (keep if assignment.get(unit) == shard[0] - 1 else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
     _mark_expected_failures(items, session_cases(config) if items else {})
-    if any(batches.item_case(item) for item in items):
-        items[:] = batches.order_items(items, _plan(config))
+    if any(plan.item_case(item) for item in items):
+        items[:] = plan.order_items(items, _plan(config), seconds)
 
 
 def _mark_expected_failures(items, cases: dict) -> None:
     """A strict xfail on each test of a case that its Expectation covers: every
     test for a stage failure, one comparison's test for a numerics divergence."""
+    from conformance.harness.runner import ExpectedStageFailure
+
     for item in items:
-        case_id = batches.item_case(item)
+        case_id = plan.item_case(item)
         expect = cases[case_id].expect if case_id in cases else None
         if expect is not None and expect.applies_to(item.originalname):
             where = "/".join((expect.stage, *expect.checks))
@@ -168,11 +219,11 @@ def pytest_generate_tests(metafunc):
                              indirect=True, scope="session")
 
 
-def case_params(cases: dict, plan: dict[str, str]) -> list:
+def case_params(cases: dict, batch_of: dict[str, str]) -> list:
     """``pytest.param`` per case, carrying its marks."""
     params = []
     for case_id, case in cases.items():
-        marks = [pytest.mark.xdist_group(plan.get(case_id, case_id))]
+        marks = [pytest.mark.xdist_group(batch_of.get(case_id, case_id))]
         if case.quick:
             marks.append(pytest.mark.quick)
         params.append(pytest.param(case_id, marks=marks, id=case_id))
@@ -190,9 +241,12 @@ def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def vgf_batches(request, vgf_artifacts_dir) -> batches.Batches:
-    return batches.Batches(session_cases(request.config), _plan(request.config), request.session.items,
-                           vgf_artifacts_dir)
+def vgf_batches(request, vgf_artifacts_dir):
+    """The runs of the current batch and their Vulkan results (conformance/harness/batches.py)."""
+    from conformance.harness.batches import Batches
+
+    return Batches(session_cases(request.config), _plan(request.config), request.session.items,
+                   vgf_artifacts_dir)
 
 
 @pytest.fixture(scope="session")
@@ -242,19 +296,167 @@ def _case_id(nodeid: str) -> str | None:
     return nodeid[nodeid.index("[") + 1 : nodeid.rindex("]")]
 
 
+def peak_memory() -> dict[str, float]:
+    """This process's resident-set high-water mark, and that of the largest of
+    its child processes waited for (TOSA reference model, model-converter,
+    scenario runner, .pte runtime), in MiB."""
+    mib = lambda usage: round(usage.ru_maxrss / 1024, 1)  # noqa: E731 - ru_maxrss is in KiB on Linux
+    return {"rss_mib": mib(resource.getrusage(resource.RUSAGE_SELF)),
+            "children_rss_mib": mib(resource.getrusage(resource.RUSAGE_CHILDREN))}
+
+
+class WorkerMemory:
+    """On an xdist worker: its peak memory, sent to the controller with the
+    worker's output (updated after each test, so a worker that dies still
+    told its last value)."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.config.workeroutput["vgf_memory"] = peak_memory()
+
+
+def _test_name(nodeid: str) -> str:
+    return nodeid.split("::")[-1].split("[")[0]
+
+
+def tier_of(nodeid: str) -> str:
+    """A test's tier: what its name says after ``test_`` up to the next
+    underscore for a case's tests (export, delegation, golden, numerics, pte,
+    vulkan), the module's name for the others (e.g. workarounds)."""
+    if _case_id(nodeid) is not None:
+        return _test_name(nodeid).removeprefix("test_").split("_")[0]
+    return Path(nodeid.split("::")[0]).stem.removeprefix("test_")
+
+
+def _minutes(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class Progress:
+    """Where a long run is (controller side, so the same with xdist): cases
+    done of the total, per tier, and the time left. A case is done in a tier
+    when its tests of that tier have finished; the time left is the elapsed
+    time scaled by the seconds (durations file) of what is left against what
+    is done."""
+
+    def __init__(self, every: int | None = None) -> None:
+        self.every = every  # None: every tenth of the run
+        self.seconds: Callable[[str], float] = lambda unit: 1.0
+        self.tests: dict[str, set[str]] = {}  # unit (case id or node id) -> its tests not done
+        self.tiers: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # tier -> unit -> left
+        self.size: dict[str, int] = {}
+        self.done: set[str] = set()
+        self.start = self.first = time.perf_counter()
+        self.next_line = 0
+
+    def collected(self, nodeids, seconds: Callable[[str], float]) -> None:
+        """The run's tests (node ids) and the seconds of each unit."""
+        if self.tests:
+            return  # every xdist worker sends the same collection
+        self.seconds = seconds
+        for nodeid in nodeids:
+            unit = _case_id(nodeid) or nodeid
+            self.tests.setdefault(unit, set()).add(nodeid)
+            self.tiers[tier_of(nodeid)][unit].add(nodeid)
+        self.size = {unit: len(tests) for unit, tests in self.tests.items()}
+        self.cases = [u for u in self.tests if _case_id(next(iter(self.tests[u]))) is not None]
+        if isinstance(seconds, durations.Durations):
+            self.seconds = seconds.restricted(self.cases)
+        self.interval = self.every or max(10, -(-len(self.cases) // 10))
+        self.next_line = self.interval
+        self.first = time.perf_counter()
+
+    def finished(self, nodeid: str) -> str | None:
+        """Record a test's end; the progress line when it is time for one."""
+        unit = _case_id(nodeid) or nodeid
+        left = self.tests.get(unit)
+        if left is None or nodeid not in left:
+            return None
+        left.discard(nodeid)
+        self.tiers[tier_of(nodeid)][unit].discard(nodeid)
+        if left or unit in self.done:
+            return None
+        self.done.add(unit)
+        done_cases = sum(1 for c in self.cases if c in self.done)
+        if unit in self.cases and done_cases >= self.next_line and done_cases < len(self.cases):
+            self.next_line += self.interval
+            return self.line()
+        return None
+
+    def line(self, final: bool = False) -> str:
+        now = time.perf_counter()
+        done_cases = sum(1 for c in self.cases if c in self.done)
+        parts = [f"{done_cases}/{len(self.cases)} cases"]
+        for tier, units in self.tiers.items():
+            cases = [u for u in units if u in self.cases]
+            if cases:
+                parts.append(f"{tier} {sum(1 for u in cases if not units[u])}/{len(cases)}")
+            else:
+                parts.append(f"{tier} {sum(1 for u in units if not units[u])}/{len(units)} tests")
+        elapsed = f"{_minutes(now - self.start)} elapsed"
+        if final:
+            return "vgf progress: done, " + ", ".join(parts) + f"; {elapsed}"
+        total = sum(self.seconds(u) for u in self.tests)
+        done = sum(self.seconds(u) * (1 - len(left) / self.size[u]) for u, left in self.tests.items())
+        eta = (now - self.first) * (total - done) / done if done else 0.0
+        return "vgf progress: " + ", ".join(parts) + f"; {elapsed}, about {_minutes(eta)} left"
+
+
 class CaseReport:
-    """Gathers per-case records from test reports; writes --vgf-report."""
+    """Gathers per-case records from test reports; writes --vgf-report; prints
+    the progress lines."""
 
     def __init__(self, config) -> None:
         self.config = config
         self.cases: dict[str, dict] = defaultdict(dict)
         self.workers: dict[str, set[str]] = defaultdict(set)
         self.workarounds: dict[str, dict] = {}
+        self.setup_seconds: Counter = Counter()  # case id -> its tests' setup seconds (its run)
+        self.other_tests: Counter = Counter()  # node id -> seconds, for tests not per case
+        self.tier_seconds: Counter = Counter()
+        self.tier_tests: Counter = Counter()
+        self.start = time.perf_counter()
+        self.memory: dict[str, dict] = {}  # worker id -> peak_memory()
+        every = config.getoption("--vgf-progress")
+        quiet = every is None and config.get_verbosity() < 0
+        self.progress = None if every == 0 or quiet else Progress(every)
+
+    def pytest_collection_finish(self, session) -> None:
+        if self.progress is not None and session.items:
+            self.progress.collected([item.nodeid for item in session.items], self._durations())
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        if self.progress is not None:
+            self.progress.collected(ids, self._durations())
+
+    def _durations(self) -> durations.Durations:
+        # Not session_durations: that loads the case table (torch) on the controller.
+        return durations.load(self.config.getoption("--vgf-durations"))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        memory = getattr(node, "workeroutput", {}).get("vgf_memory")
+        if memory is not None:
+            self.memory[node.gateway.id] = memory
+
+    def _write_line(self, text: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(text)
 
     def pytest_runtest_logreport(self, report) -> None:
         for key, value in report.user_properties:
             if key == WORKAROUND_KEY:
                 self.workarounds[value["name"]] = value
+        self._time(report)
+        if self.progress is not None and report.when == "teardown":
+            line = self.progress.finished(report.nodeid)
+            if line:
+                self._write_line(line)
         case_id = _case_id(report.nodeid)
         if case_id is None:
             return
@@ -273,8 +475,48 @@ class CaseReport:
         if report.when == "call" or report.failed or report.skipped:
             test = report.nodeid.split("::")[-1].split("[")[0]
             entry.setdefault("tests", {})[test] = _outcome(report)
+        test_seconds = entry.setdefault("run", {}).setdefault("tests_seconds", {})
+        test = _test_name(report.nodeid)
+        test_seconds[test] = round(test_seconds.get(test, 0.0) + report.duration, 3)
+
+    def _time(self, report) -> None:
+        """Seconds per tier: each test's duration goes to its tier, except that
+        a case's run (built in the setup of its first test) goes to the
+        export, numerics and golden tiers by its stage seconds."""
+        case_id = _case_id(report.nodeid)
+        tier = tier_of(report.nodeid)
+        if report.when == "setup" and case_id is not None:
+            self.setup_seconds[case_id] += report.duration
+        else:
+            self.tier_seconds[tier] += report.duration
+        if case_id is None:
+            self.other_tests[report.nodeid] += report.duration
+        if report.when == "teardown":
+            self.tier_tests[tier] += 1
+
+    def run_times(self) -> dict:
+        """The report's ``run``: seconds per tier (summed over workers), the
+        tests that are not per case, and the run's wall seconds."""
+        tiers = Counter(self.tier_seconds)
+        for case_id, setup in self.setup_seconds.items():
+            stages = (self.cases.get(case_id, {}).get("run") or {}).get("seconds") or {}
+            built = {tier: stages.get(tier, 0.0) for tier in ("numerics", "golden")}
+            for tier, seconds in built.items():
+                tiers[tier] += seconds
+            tiers["export"] += max(0.0, setup - sum(built.values()))
+        return {
+            "tiers": {tier: {"tests": self.tier_tests[tier], "seconds": round(tiers[tier], 1)}
+                      for tier in sorted(set(tiers) | set(self.tier_tests))},
+            "other_tests": {nodeid: round(seconds, 2) for nodeid, seconds in sorted(self.other_tests.items())},
+            "wall_seconds": round(time.perf_counter() - self.start, 1),
+            # Peak resident memory per process that ran tests (xdist workers,
+            # or this one) and of its largest child process.
+            "memory": dict(sorted(self.memory.items())) or {"main": peak_memory()},
+        }
 
     def pytest_sessionfinish(self, session) -> None:
+        if self.progress is not None and self.progress.done:
+            self._write_line(self.progress.line(final=True))
         split = sorted(case for case, workers in self.workers.items() if len(workers) > 1)
         if split:
             # Each case must be exported once, on one worker (--dist loadgroup
@@ -288,6 +530,4 @@ class CaseReport:
         directory = self.config.getoption("--vgf-report")
         if directory is None:
             return
-        write_report(build_report(self.cases, self.workarounds), Path(directory))
-
-
+        write_report(build_report(self.cases, self.workarounds, self.run_times()), Path(directory))

@@ -108,12 +108,36 @@ class WorkaroundVerdict:
         return cls(**_fields(cls, data, f"workaround {data.get('name')!r}"))
 
 
-def _report(records, verdicts) -> dict:
-    return {"cases": [dataclasses.asdict(r) for r in sorted(records, key=lambda r: r.id)],
-            "workarounds": [dataclasses.asdict(v) for v in sorted(verdicts, key=lambda v: v.name)]}
+def _report(records, verdicts, run: dict | None = None) -> dict:
+    report = {"cases": [dataclasses.asdict(r) for r in sorted(records, key=lambda r: r.id)],
+              "workarounds": [dataclasses.asdict(v) for v in sorted(verdicts, key=lambda v: v.name)]}
+    if run:
+        # Run-specific, like each case's ``run``: ``tiers`` (tier -> tests,
+        # seconds summed over workers), ``other_tests`` (node id -> seconds of
+        # the tests that are not per case), ``wall_seconds``, ``memory``
+        # (worker -> peak RSS of it and of its largest child, MiB).
+        report["run"] = run
+    return report
 
 
-def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None) -> dict:
+def merge_run_times(runs: list[dict]) -> dict:
+    """The ``run`` of shard reports together: tier seconds added, the
+    longest wall (shards run side by side)."""
+    tiers: dict[str, dict] = {}
+    for run in runs:
+        for tier, entry in run.get("tiers", {}).items():
+            total = tiers.setdefault(tier, {"tests": 0, "seconds": 0.0})
+            total["tests"] += entry["tests"]
+            total["seconds"] = round(total["seconds"] + entry["seconds"], 1)
+    return {"tiers": dict(sorted(tiers.items())),
+            "other_tests": dict(sorted((k, v) for run in runs for k, v in run.get("other_tests", {}).items())),
+            "wall_seconds": max((run.get("wall_seconds", 0.0) for run in runs), default=0.0),
+            "memory": {f"shard{i + 1}-{worker}": peak for i, run in enumerate(runs)
+                       for worker, peak in run.get("memory", {}).items()}}
+
+
+def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None,
+                 run: dict | None = None) -> dict:
     """The report from what the tests recorded: case id -> fields (with
     ``tests``: test name -> outcome), and the workaround verdicts."""
     records = []
@@ -121,7 +145,7 @@ def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = N
         tests = dict(sorted(fields.get("tests", {}).items()))
         records.append(CaseRecord.from_dict({"id": case_id, **fields, "tests": tests,
                                              "outcome": _case_outcome(tests)}))
-    return _report(records, [WorkaroundVerdict.from_dict(w) for w in (workarounds or {}).values()])
+    return _report(records, [WorkaroundVerdict.from_dict(w) for w in (workarounds or {}).values()], run)
 
 
 def render_markdown(report: dict) -> str:
@@ -164,7 +188,7 @@ def render_markdown(report: dict) -> str:
     if cpu:
         lines += ["", "## CPU fallback, as expected", "", "| case | why |", "|---|---|"]
         lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in cpu]
-    lines += _margin_lines(cases) + _warning_lines(cases)
+    lines += _margin_lines(cases) + _warning_lines(cases) + _time_lines(report.get("run"))
     bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
     if bad:
         lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
@@ -230,6 +254,17 @@ def _warning_lines(cases: list[dict]) -> list[str]:
     return lines
 
 
+def _time_lines(run: dict | None) -> list[str]:
+    if not run or not run.get("tiers"):
+        return []
+    tiers = run["tiers"]
+    total = sum(t["seconds"] for t in tiers.values())
+    return ["", "## Time", "",
+            f"Seconds per tier, summed over workers ({total:.0f} s in all, {run.get('wall_seconds', 0):.0f} s "
+            "wall): " + ", ".join(f"{tier} {t['seconds']:.0f} s ({t['tests']} tests)"
+                                  for tier, t in sorted(tiers.items(), key=lambda kv: -kv[1]["seconds"])) + "."]
+
+
 def write_report(report: dict, directory: Path, map_sources: tuple[Path, ...] = ()) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -250,7 +285,8 @@ def merge_reports(reports: list[dict]) -> dict:
             cases[case.id] = case
         for verdict in map(WorkaroundVerdict.from_dict, report.get("workarounds", [])):
             workarounds[verdict.name] = verdict
-    return _report(cases.values(), workarounds.values())
+    runs = [report["run"] for report in reports if report.get("run")]
+    return _report(cases.values(), workarounds.values(), merge_run_times(runs) if runs else None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,103 @@
+"""The progress line of long runs and the report's seconds per tier."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from conformance.harness import plugin
+from conformance.harness.report import build_report, merge_reports, render_markdown
+
+TESTS = ("test_export", "test_golden", "test_numerics_vs_float", "test_numerics_vs_fake_quant", "test_vulkan")
+OTHER = "conformance/test_workarounds.py::test_workaround_still_needed[resize-split]"
+
+
+def _nodeids(cases):
+    ids = [f"conformance/test_cases.py::{t}[{c}]@full-batch01" for c in cases for t in TESTS]
+    return ids + [OTHER]
+
+
+def test_tiers_of_tests():
+    assert [plugin.tier_of(n) for n in _nodeids(["c"])] == [
+        "export", "golden", "numerics", "numerics", "vulkan", "workarounds"]
+
+
+def test_a_line_every_n_cases_with_tiers_and_time_left(monkeypatch):
+    clock = iter(float(t) for t in range(1000))
+    monkeypatch.setattr(plugin.time, "perf_counter", lambda: next(clock))
+    progress = plugin.Progress(every=2)
+    cases = [f"c{i}" for i in range(5)]
+    seconds = {"c0": 10.0, "c1": 10.0, OTHER: 20.0}
+    progress.collected(_nodeids(cases), lambda unit: seconds.get(unit, 5.0))
+    lines = []
+    for nodeid in _nodeids(cases):
+        if line := progress.finished(nodeid):
+            lines.append(line)
+    assert len(lines) == 2  # after 2 and 4 cases; not after the last (the final line says it)
+    assert lines[0].startswith("vgf progress: 2/5 cases, export 2/5, golden 2/5, numerics 2/5, vulkan 2/5, "
+                               "workarounds 0/1 tests; ")
+    assert lines[0].endswith("left")
+    # 20 of 55 predicted seconds done: the time left is the elapsed time scaled by 35/20.
+    elapsed = lines[0].split("; ")[1]
+    assert "about" in elapsed
+    final = progress.line(final=True)
+    assert final.startswith("vgf progress: done, 5/5 cases,") and "workarounds 1/1 tests" in final
+
+
+def test_eta_scales_elapsed_time_by_seconds_left():
+    progress = plugin.Progress(every=1)
+    progress.collected(_nodeids(["a", "b"])[:-1], {"a": 10.0, "b": 30.0}.get)
+    progress.first = progress.start = plugin.time.perf_counter() - 20.0  # a took 20 s
+    for nodeid in _nodeids(["a"])[:-1]:
+        line = progress.finished(nodeid)
+    assert line is not None and "about 1m00s left" in line  # b is 3x a
+
+
+def test_a_test_reported_twice_or_unknown_does_not_count():
+    progress = plugin.Progress(every=1)
+    ids = _nodeids(["a", "b"])
+    progress.collected(ids, lambda unit: 1.0)
+    assert progress.finished("conformance/test_cases.py::test_export[zzz]@x") is None
+    for nodeid in ids[:5]:
+        progress.finished(nodeid)
+        progress.finished(nodeid)
+    assert progress.line().startswith("vgf progress: 1/2 cases")
+
+
+def _config(**options):
+    values = {"--vgf-progress": None, "--vgf-report": None, **options}
+    return SimpleNamespace(getoption=values.__getitem__, get_verbosity=lambda: options.get("verbosity", 0),
+                           pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
+
+
+@pytest.mark.parametrize("verbosity, option, shown", [(0, None, True), (-1, None, False), (-1, 5, True),
+                                                      (0, 0, False)])
+def test_progress_is_quiet_with_q_unless_asked(verbosity, option, shown):
+    report = plugin.CaseReport(_config(**{"--vgf-progress": option, "verbosity": verbosity}))
+    assert (report.progress is not None) == shown
+
+
+def _report(nodeid, when, duration, properties=()):
+    return SimpleNamespace(nodeid=nodeid, when=when, duration=duration, user_properties=list(properties),
+                           failed=False, skipped=False, outcome="passed")
+
+
+def test_tier_seconds_put_a_cases_run_in_its_stages():
+    report = plugin.CaseReport(_config(**{"--vgf-progress": 0}))
+    run = {"run": {"seconds": {"export_total": 2.0, "numerics": 0.5, "golden": 0.1}}}
+    export, golden = _nodeids(["c"])[0], _nodeids(["c"])[1]
+    report.pytest_runtest_logreport(_report(export, "setup", 2.7))  # the case's run
+    report.pytest_runtest_logreport(_report(export, "call", 0.01, [(plugin.REPORT_KEY, run)]))
+    report.pytest_runtest_logreport(_report(export, "teardown", 0.0))
+    report.pytest_runtest_logreport(_report(golden, "call", 0.2))
+    report.pytest_runtest_logreport(_report(OTHER, "call", 30.0))
+    times = report.run_times()
+    seconds = {tier: entry["seconds"] for tier, entry in times["tiers"].items()}
+    assert seconds == {"export": 2.1, "numerics": 0.5, "golden": 0.3, "workarounds": 30.0}
+    assert times["other_tests"] == {OTHER: 30.0}
+    assert report.cases["c"]["run"]["tests_seconds"] == {"test_export": 2.71, "test_golden": 0.2}
+    # The report keeps it (report.json "run", report.md "Time") and merges shards by adding.
+    built = build_report(report.cases, None, times)
+    assert built["run"]["tiers"]["export"] == {"tests": 1, "seconds": 2.1}
+    assert "## Time" in render_markdown(built) and "workarounds 30 s" in render_markdown(built)
+    merged = merge_reports([built, build_report({"d": {}}, None, times)])
+    assert merged["run"]["tiers"]["workarounds"]["seconds"] == 60.0
