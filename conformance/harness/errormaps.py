@@ -116,7 +116,8 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
         # most extreme element (a one-pixel error stays visible).
         factor = max(1, math.ceil(max(h / (panel_h * _DPI), w / (panel_w * _DPI))))
         fig, axes = plt.subplots(1, len(columns), squeeze=False, layout="constrained",
-                                 figsize=(panel_w * len(columns) + 0.8, panel_h * len(rows) + 1.9), dpi=_DPI)
+                                 figsize=(panel_w * len(columns) + 0.8, _column_height(rows, h, w, factor, panel_w) + 2.2),
+                                 dpi=_DPI)
         fig.suptitle(f"{title}\noutput {output} {'x'.join(map(str, lowered.shape))}, "
                      f"channels {c0}-{c1} of {c}; 1 LSB = {unit:.6g}"
                      + (f"; pooled {factor}x{factor} (most extreme element per block)" if factor > 1 else ""),
@@ -165,6 +166,12 @@ def _pool(image: np.ndarray, factor: int, extreme: bool = True) -> np.ndarray:
         return np.nanmean(blocks, axis=-1)
     index = np.nanargmax(np.abs(blocks), axis=-1)
     return np.take_along_axis(blocks, index[..., None], axis=-1)[..., 0]
+
+
+def _column_height(rows: list, h: int, w: int, factor: int, panel_w: float) -> float:
+    """Inches of a column's mosaic at ``panel_w`` inches wide (its gaps as in :func:`_mosaic`)."""
+    tile_h, tile_w = math.ceil(h / factor), math.ceil(w / factor)
+    return panel_w * (len(rows) * (tile_h + max(1, round(tile_h / 8))) - max(1, round(tile_h / 8))) / tile_w
 
 
 def _mosaic(tiles: list[np.ndarray]) -> tuple[np.ndarray, list[float], int]:
@@ -253,3 +260,43 @@ def _bound_note(tolerance, name: str, comparison) -> str:
     if bound is None:
         return ""
     return f"{'FAILS' if bound.problems(comparison) else 'within'} bound {bound.max_lsb:g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m conformance.harness.errormaps CASE_ID... --out DIR``: export
+    each case of the table, run its numerics and write its maps as
+    ``DIR/<case id>-output<i>-c<first>-<last>.png`` (the maps of docs/divergences/)."""
+    import argparse
+    import shutil
+    import tempfile
+
+    from conformance.cases import CASES
+    from conformance.harness.runner import run_case
+
+    parser = argparse.ArgumentParser(prog="python -m conformance.harness.errormaps", description=main.__doc__)
+    parser.add_argument("cases", nargs="+", help="case ids of the table")
+    parser.add_argument("--out", type=Path, required=True, help="directory for the PNGs")
+    args = parser.parse_args(argv)
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error(f"cases must be ids of the table (python -m conformance lists them); unknown: {unknown}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vgf-errormaps-") as work:
+        for case_id in args.cases:
+            run = run_case(CASES[case_id], Path(work))
+            if run.numerics is None:
+                print(f"{case_id}: no numerics ({run.failure.describe() if run.failure else 'not run'})")
+                continue
+            for entry in write_case_maps(run):
+                if "error" in entry:
+                    print(f"{case_id}: {entry['error']}")
+                    return 1
+                target = args.out / f"{case_id}-{Path(entry['file']).name}"
+                shutil.copyfile(run.artifacts / entry["file"], target)
+                worst = ", ".join(f"{k} {v['max_lsb']:g}" for k, v in entry["ranges"].items())
+                print(f"{target}: max LSB {worst}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
