@@ -6,6 +6,7 @@ hides the failure it was drawn for."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -149,3 +150,24 @@ def test_a_large_output_is_pooled_without_losing_a_one_pixel_error(tmp_path):
     assert m.ranges["vs_float"] == {"range_lsb": 20, "max_lsb": 20.0}
     assert errormaps._pool(np.array([[0.0, -3.0, 1.0], [2.0, 0.0, 0.0]]), 2).tolist() == [[-3.0, 1.0]]
     assert errormaps._pool(np.array([[1.0, 3.0], [5.0, 7.0]]), 2, extreme=False).tolist() == [[4.0]]
+
+
+def test_explorer_findings_show_the_maps_their_draws_drew(tmp_path):
+    from conformance.explore.findings import write_findings
+
+    artifacts = tmp_path / "artifacts" / "draw-00007" / "resize-x"
+    (artifacts / MAP_DIR).mkdir(parents=True)
+    (artifacts / MAP_DIR / "output0-c0-3.png").write_bytes(b"png")
+    outcome = {"id": "resize-x", "draw": 7, "family": "resize", "params": {}, "status": "done",
+               "signature": "hang", "artifacts": str(artifacts), "tests": [], "code": ""}
+    group = {"signature": "hang", "family": "resize", "draws": 1, "minimal_from": "smallest seen",
+             "found_in": "explore", "first": outcome, "minimal": outcome}
+    summary = {"command": "python -m conformance.explore", "seed": 1, "budget_seconds": 1, "families": ["resize"],
+               "workarounds_off": [], "vulkan": False, "pte": False, "cases": 1, "seconds": 1,
+               "cases_per_minute": 1.0, "explore_cases": 1, "explore_cases_per_minute": 1.0, "phase_seconds": {},
+               "shrink_cases": 0, "mean_case_seconds": 1, "child_starts": 1, "child_start_seconds": 1,
+               "outcomes": {}, "cache_hits": 0, "skipped_for_budget": 0, "notes": [], "groups": [group]}
+    write_findings(tmp_path, summary)
+    link = "artifacts/draw-00007/resize-x/error_maps/output0-c0-3.png"
+    assert f"![error map output0-c0-3.png]({link})" in (tmp_path / "findings.md").read_text()
+    assert json.loads((tmp_path / "findings.json").read_text())["groups"][0]["error_maps"] == [link]

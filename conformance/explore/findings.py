@@ -190,6 +190,7 @@ def render_markdown(summary: dict) -> str:
         if known_reason(m):
             lines.append(f"- known: the table explains it as `{known_reason(m)}` (resize.py)")
         lines += _details(m)
+        lines += [f"- error map: ![error map {Path(f).name}]({f})" for f in g.get("error_maps", ())]
         lines += ["", "Reproduce:", "", "```sh", reproduce_command(m, s["vulkan"]), "```"]
         if m.get("code"):
             lines += ["", "Case entry" + (f" ({note})" if note else "") + ":", "", "```python",
@@ -200,6 +201,8 @@ def render_markdown(summary: dict) -> str:
 
 
 def write_findings(out: Path, summary: dict) -> None:
+    from conformance.harness.errormaps import maps_of  # (torch: only when findings are written)
+
     out = Path(out)
     for group in summary["groups"]:
         m = group["minimal"]
@@ -209,5 +212,6 @@ def write_findings(out: Path, summary: dict) -> None:
         group["expectation_note"] = note
         group["reproduce"] = reproduce_command(m, summary["vulkan"])
         group["known"] = known_reason(m)
+        group["error_maps"] = maps_of(m.get("artifacts"), out)  # drawn by the failing check, in the draw's artifacts
     (out / "findings.json").write_text(json.dumps(summary, indent=1, sort_keys=False, default=str) + "\n")
     (out / "findings.md").write_text(render_markdown(summary))

@@ -262,6 +262,18 @@ def _bound_note(tolerance, name: str, comparison) -> str:
     return f"{'FAILS' if bound.problems(comparison) else 'within'} bound {bound.max_lsb:g}"
 
 
+def maps_of(artifacts: str | Path | None, relative_to: Path) -> list[str]:
+    """The maps a case drew into its ``artifacts`` (as the explorer's draws
+    do), as paths relative to ``relative_to``; [] when there are none."""
+    if not artifacts:
+        return []
+    directory = Path(artifacts) / MAP_DIR
+    try:
+        return [str(p.resolve().relative_to(relative_to.resolve())) for p in sorted(directory.glob("*.png"))]
+    except ValueError:  # not below relative_to: absolute paths
+        return [str(p) for p in sorted(directory.glob("*.png"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.harness.errormaps CASE_ID... --out DIR``: export
     each case of the table, run its numerics and write its maps as
