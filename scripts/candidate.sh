@@ -2,6 +2,7 @@
 # What would change if we moved part of the stack to a candidate pin set?
 #
 #   scripts/candidate.sh NAME [pytest args...]     e.g. tosa-tools-2026.8, ml-sdk-0.12, 1.4.1
+#   scripts/candidate.sh baseline [pytest args...] the pinned stack (.venv), to compare with
 #
 # NAME is a pin set candidates/NAME.txt (or candidates/executorch-NAME.txt, so
 # `scripts/candidate.sh 1.4.1` still works) that overrides any part of the
@@ -20,7 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=${1:?usage: scripts/candidate.sh NAME [pytest args]  (NAME: a pin set in candidates/)}
 shift
-if [ -f "candidates/$NAME.txt" ]; then PINS="candidates/$NAME.txt"
+if [ "$NAME" = baseline ]; then PINS=""  # the pinned stack itself, in .venv: what candidates are compared with
+elif [ -f "candidates/$NAME.txt" ]; then PINS="candidates/$NAME.txt"
 elif [ -f "candidates/executorch-$NAME.txt" ]; then NAME="executorch-$NAME"; PINS="candidates/$NAME.txt"
 else
   echo "candidate: no pin set $NAME: write candidates/$NAME.txt; there are: $(cd candidates && ls *.txt | sed 's/\.txt$//' | tr '\n' ' ')" >&2
@@ -28,21 +30,26 @@ else
 fi
 ENVS=${VGF_CANDIDATE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/vgf-conformance}
 ENV="$ENVS/$NAME"
+[ -z "$PINS" ] && ENV=.venv
 OUT=${VGF_CANDIDATE_REPORT:-reports/$NAME}
 scripts/setup.sh  # Debian packages for the Vulkan tier; the baseline venv (runs the helpers below)
 COMPAT=(.venv/bin/python -m conformance.harness.compat)
 mkdir -p "$OUT" "$ENVS"
-REQS="$OUT/requirements.txt"
-"${COMPAT[@]}" pins "$PINS" requirements.lock > "$REQS"
-STAMP="$ENV/.pins-stamp"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(sha256sum < "$REQS")" ]; then
+PIN_ARGS=()
+if [ -n "$PINS" ]; then
+  PIN_ARGS=(--pins "$PINS")
+  REQS="$OUT/requirements.txt"
+  "${COMPAT[@]}" pins "$PINS" requirements.lock > "$REQS"
+  STAMP="$ENV/.pins-stamp"
+fi
+if [ -n "$PINS" ] && { [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(sha256sum < "$REQS")" ]; }; then
   echo "candidate: creating $ENV from $PINS on top of requirements.lock"
   rm -rf "$ENV"
   PY=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
   "$PY" -m venv "$ENV"
   "$ENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip > "$OUT/install.log" 2>&1
   if ! "$ENV/bin/python" -m pip install --disable-pip-version-check -r "$REQS" >> "$OUT/install.log" 2>&1; then
-    "${COMPAT[@]}" finding "$OUT" --name "$NAME" --pins "$PINS" --pip-log "$OUT/install.log" --scope "$@"
+    "${COMPAT[@]}" finding "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --pip-log "$OUT/install.log" --scope "$@"
     echo "candidate: finding in $OUT/report.json (pip's log: $OUT/install.log)"
     exit 0
   fi
@@ -50,11 +57,11 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(sha256sum < "$REQS")" ]; then
   sha256sum < "$REQS" > "$STAMP"
 fi
 export PATH="$ENV/bin:$PATH"  # the VGF backend calls model-converter from PATH
-if ! "$ENV/bin/python" -m conformance.harness.compat preflight "$OUT" --name "$NAME" --pins "$PINS" --scope "$@"; then
+if ! "$ENV/bin/python" -m conformance.harness.compat preflight "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"; then
   echo "candidate: finding in $OUT/report.json"
   exit 0
 fi
-echo "candidate: $NAME ($(grep -v '^#' "$PINS" | grep . | tr '\n' ' ')) against the goldens of $(git rev-parse --short HEAD 2>/dev/null || echo this tree)"
+echo "candidate: $NAME ($([ -n "$PINS" ] && grep -v '^#' "$PINS" | grep . | tr '\n' ' ' || echo requirements.lock)) against the goldens of $(git rev-parse --short HEAD 2>/dev/null || echo this tree)"
 rm -f "$OUT/report.json" "$OUT/report.md"
 set +e
 "$ENV/bin/python" -m pytest conformance -n auto -p no:cacheprovider \
@@ -66,6 +73,6 @@ if [ "$status" -gt 1 ] || [ ! -f "$OUT/report.json" ]; then
   echo "candidate: the run did not complete (pytest exit $status); see $OUT/pytest.log"
   exit "$((status > 1 ? status : 1))"
 fi
-"$ENV/bin/python" -m conformance.harness.compat stamp "$OUT" --name "$NAME" --pins "$PINS" --scope "$@"
+"$ENV/bin/python" -m conformance.harness.compat stamp "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"
 sed -n '1,/^## Not passing/p' "$OUT/report.md" | head -n 80
 echo "candidate: full report in $OUT/report.md, $OUT/report.json, $OUT/junit.xml"

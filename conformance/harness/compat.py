@@ -269,7 +269,7 @@ def stamp(directory: Path, record: CandidateRecord) -> None:
 
 
 def _record_from_args(args, installs: bool, runs: bool, reason: str | None, versions: dict) -> CandidateRecord:
-    pins = requirement_lines(Path(args.pins).read_text())
+    pins = requirement_lines(Path(args.pins).read_text()) if args.pins else []
     return CandidateRecord(name=args.name, pins=pins, installs=installs, runs=runs, reason=reason,
                            versions=versions, scope=shlex.join(args.scope))
 
@@ -384,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(command)
         p.add_argument("out", type=Path, help="the candidate's report directory")
         p.add_argument("--name", required=True)
-        p.add_argument("--pins", required=True, type=Path)
+        p.add_argument("--pins", required=command == "finding", type=Path,
+                       help="the candidate's pin set (none: the baseline, requirements.lock as it is)")
         p.add_argument("--scope", nargs=argparse.REMAINDER, default=[])
         if command == "finding":
             p.add_argument("--pip-log", type=Path, help="the failed pip install's log")
