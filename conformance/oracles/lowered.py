@@ -75,8 +75,9 @@ class LoweredProgram(Interpreter):
 
     ``tosa_files`` are the VGF delegates' flatbuffers in call order (the
     artifacts' ``NN_vgf.tosa``). After :meth:`run_program`, ``values`` holds
-    every node's value (logical layout), ``calls`` every delegate call, and
-    ``tosa_statuses`` the reference model's status of each VGF delegate run.
+    every node's value (logical layout), ``outputs`` the program's outputs (as
+    the program returns them: quantized where its IO is), ``calls`` every
+    delegate call, and ``tosa_statuses`` the reference model's status of each VGF delegate run.
     """
 
     def __init__(self, edge_program, tosa_files: dict[int, bytes]) -> None:
@@ -87,6 +88,7 @@ class LoweredProgram(Interpreter):
         self.tosa_statuses: list[str] = []
         self.calls: list[DelegateCall] = []
         self.values: dict = {}
+        self.outputs: list[torch.Tensor] = []
         self._node = None
 
     def run_node(self, n):
@@ -103,7 +105,8 @@ class LoweredProgram(Interpreter):
             args.append(state[spec.target] if spec.target in state else next(user))
         outputs = self.run(*args)
         self.values = {n: v for n, v in self.env.items() if isinstance(v, torch.Tensor)}
-        return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        self.outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        return self.outputs
 
     def call_function(self, target, args, kwargs):
         if target_name(target) != "executorch_call_delegate":

@@ -11,6 +11,10 @@ not a dead caller.
   serialized program, since the pybindings' ``TensorInfo`` has no dim order),
   every tensor value of the execution plan, the delegate backend ids, the
   operator table and the instruction chain.
+* :func:`execute_program`: executes ``forward`` from the serialized plan
+  (values, instruction chain, delegate payloads), with the TOSA reference
+  model and the grid-sampler reference standing in for the delegates: what is
+  checked is the shipped file, not the edge graph.
 * :func:`run_cpu_program`: executes ``forward`` of a program the installed
   runtime can run (no delegates, or only delegates of registered backends).
   Inputs and outputs are logical (PyTorch-indexed) arrays; the inputs are laid
@@ -21,9 +25,10 @@ One module per idea:
 
 | module | idea |
 |---|---|
-| ``runtime.py`` | the parent side: the child process, its timeout and errors (:class:`PteRuntimeError`), :func:`load_pte_meta`, :func:`run_cpu_program` |
+| ``runtime.py`` | the parent side: the long-lived child process (:class:`RuntimeChild`, one per process), its timeouts and errors (:class:`PteRuntimeError`), :func:`load_pte_meta`, :func:`run_cpu_program`, :func:`execute_program` |
+| ``execute.py`` | the serialized plan executed (:class:`~conformance.oracles.pte.execute.PlanInterpreter`; delegate references by backend id) |
 | ``meta.py`` | what the parent gets back: :class:`PteMeta`, :class:`TensorMeta`, :class:`Instruction` |
-| ``child.py`` | the child: the runtime calls, its answer as JSON (``python -m conformance.oracles.pte meta|run ...``, ``__main__.py``) |
+| ``child.py`` | the child: the runtime calls, its answer as JSON (``python -m conformance.oracles.pte meta|run|execute ...`` or ``serve``, ``__main__.py``) |
 | ``reader.py`` | the program flatbuffer read straight (dim orders, the plan's tables and instructions) |
 """
 
@@ -33,6 +38,8 @@ from conformance.oracles.pte.runtime import (
     RUNTIME_ERRORS,
     VERIFICATIONS,
     PteRuntimeError,
+    RuntimeChild,
+    execute_program,
     load_pte_meta,
     run_cpu_program,
 )
@@ -44,7 +51,9 @@ __all__ = [
     "Instruction",
     "PteMeta",
     "PteRuntimeError",
+    "RuntimeChild",
     "TensorMeta",
+    "execute_program",
     "load_pte_meta",
     "run_cpu_program",
 ]

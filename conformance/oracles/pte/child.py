@@ -1,14 +1,24 @@
-"""The runtime child: ``python -m conformance.oracles.pte meta|run PTE --out
-ANSWER.json ...`` (see :mod:`conformance.oracles.pte.runtime` for the parent
-side). Loads the program with the installed pybindings
-(``executorch.extension.pybindings._C``), describes ``forward`` or runs it,
-and writes the answer (or the error) as JSON.
+"""The runtime child: ``python -m conformance.oracles.pte meta|run|execute
+PTE --out ANSWER.json ...`` for one request, or ``serve`` for many (see
+:mod:`conformance.oracles.pte.runtime` for the parent side). Loads the program
+with the installed pybindings (``executorch.extension.pybindings._C``),
+describes ``forward`` or runs it, or executes its serialized plan
+(:mod:`conformance.oracles.pte.execute`), and writes the answer (or the error)
+as JSON.
+
+``serve`` reads one request (a JSON object: ``command``, ``pte``, ``out`` and
+the command's options) per line of standard input, writes each answer to the
+request's ``out`` and then one line ``done`` to the file descriptor given by
+``--answer-fd`` (standard output and error are the runtime's log).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
+import os
+import sys
 import tempfile
 import time
 import traceback
@@ -18,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from conformance.oracles.pte.reader import SCALAR_TYPES, read_plan
-from conformance.oracles.pte.runtime import VERIFICATIONS
+from conformance.oracles.pte.runtime import DONE, READY, VERIFICATIONS
 
 DESCRIPTION = "The shipped ``program.pte`` as ExecuTorch's own runtime sees it."
 
@@ -28,8 +38,6 @@ class _InputError(ValueError):
 
 
 def _import_runtime():
-    import ctypes
-
     import torch  # noqa: F401  (the pybindings link against libtorch)
     import executorch
     from executorch.extension.pybindings import _C
@@ -162,28 +170,53 @@ def _child_run(pte_path: str, input_files: list[str], workdir: Path,
     return names
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.oracles.pte",
-                                     description=DESCRIPTION)
-    parser.add_argument("command", choices=("meta", "run"))
-    parser.add_argument("pte")
-    parser.add_argument("--out", help="write the answer (JSON) here; default: print it")
-    parser.add_argument("--inputs", nargs="*", default=[], help="run: .npy files, one per input")
-    parser.add_argument("--verification", choices=sorted(VERIFICATIONS), default="internal")
-    args = parser.parse_args(argv)
+def _child_execute(pte_path: str, input_files: list[str], workdir: Path,
+                   seconds: dict[str, float], artifacts: str | None) -> list[str]:
+    """Execute the serialized plan (delegates on their references)."""
+    start = time.perf_counter()
+    import executorch.exir  # noqa: F401  (before anything stubs it: the payload classes need it)
+    from conformance.oracles.pte.execute import PlanError, execute_pte
 
-    seconds: dict[str, float] = {}
-    answer: dict[str, Any]
-    workdir = Path(args.out).parent if args.out else Path(tempfile.mkdtemp(prefix="pte-run-"))
+    seconds["import"] = time.perf_counter() - start
+    inputs = [np.load(name, allow_pickle=False) for name in input_files]
+    start = time.perf_counter()
     try:
-        if args.command == "meta":
-            meta, _ = _child_meta(args.pte, seconds, args.verification)
+        outputs = execute_pte(pte_path, inputs, artifacts)
+    except PlanError as error:
+        raise RuntimeError(str(error)) from None
+    except ValueError as error:
+        raise _InputError(str(error)) from None
+    seconds["execute"] = time.perf_counter() - start
+    names = []
+    for position, value in enumerate(outputs):
+        name = workdir / f"output{position}.npy"
+        np.save(name, value, allow_pickle=False)
+        names.append(str(name))
+    return names
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    """One request: ``{"command": "meta"|"run"|"execute", "pte": PATH, "out":
+    ANSWER.json, "inputs": [.npy, ...], "verification": ..., "artifacts":
+    EXPORT_ROOT}``; the answer (also written to ``out`` when given)."""
+    seconds: dict[str, float] = {}
+    out = request.get("out")
+    workdir = Path(out).parent if out else Path(tempfile.mkdtemp(prefix="pte-run-"))
+    command, pte = request["command"], request["pte"]
+    verification = request.get("verification", "internal")
+    try:
+        if command == "meta":
+            meta, _ = _child_meta(pte, seconds, verification)
             meta["seconds"] = seconds
-            answer = {"meta": meta}
+            answer: dict[str, Any] = {"meta": meta}
+        elif command == "run":
+            answer = {"outputs": _child_run(pte, request.get("inputs", []), workdir, seconds,
+                                            verification), "seconds": seconds}
+        elif command == "execute":
+            answer = {"outputs": _child_execute(pte, request.get("inputs", []), workdir, seconds,
+                                                request.get("artifacts")), "seconds": seconds}
         else:
-            answer = {"outputs": _child_run(args.pte, args.inputs, workdir, seconds,
-                                            args.verification),
-                      "seconds": seconds}
+            raise _InputError(f"command must be meta, run or execute, got {command!r}")
     except Exception as error:  # reported to the parent, which raises
         answer = {"error": {
             "type": "ValueError" if isinstance(error, _InputError) else type(error).__name__,
@@ -192,8 +225,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             "traceback": traceback.format_exc(),
         }}
     text = json.dumps(answer, indent=1, default=list)
-    if args.out:
-        Path(args.out).write_text(text)
+    if out:
+        Path(out).write_text(text)
     else:
         print(text)
+    return answer
+
+
+def serve(answer_fd: int) -> int:
+    """Answer requests from standard input until it closes."""
+    _import_runtime()
+    import executorch.exir  # noqa: F401  (once: read_plan then needs no stub of it)
+
+    libc = ctypes.CDLL(None)
+    os.write(answer_fd, f"{READY}\n".encode())
+    while line := sys.stdin.readline():
+        if line.strip():
+            handle(json.loads(line))
+        libc.fflush(None)  # the runtime's log of this request before its answer
+        os.write(answer_fd, f"{DONE}\n".encode())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.oracles.pte",
+                                     description=DESCRIPTION)
+    parser.add_argument("command", choices=("meta", "run", "execute", "serve"))
+    parser.add_argument("pte", nargs="?", help="the program (not for serve)")
+    parser.add_argument("--out", help="write the answer (JSON) here; default: print it")
+    parser.add_argument("--inputs", nargs="*", default=[],
+                        help="run, execute: .npy files, one per input (logical layout)")
+    parser.add_argument("--verification", choices=sorted(VERIFICATIONS), default="internal")
+    parser.add_argument("--artifacts", help="execute: the export's folder (its delegates/NN_vgf.tosa)")
+    parser.add_argument("--answer-fd", type=int, help="serve: where to say an answer is written")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        if args.answer_fd is None:
+            parser.error("serve needs --answer-fd")
+        return serve(args.answer_fd)
+    if args.pte is None:
+        parser.error(f"{args.command} needs the program's path")
+    answer = handle({"command": args.command, "pte": args.pte, "out": args.out, "inputs": args.inputs,
+                     "verification": args.verification, "artifacts": args.artifacts})
     return 1 if "error" in answer else 0

@@ -1,15 +1,19 @@
 """The parent side of the runtime child: everything that touches the native
-runtime runs in ``python -m conformance.oracles.pte meta|run ...`` with a
-timeout, so a corrupt program that crashes the runtime becomes a
-:class:`PteRuntimeError` naming the signal, not a dead caller. The child
-writes its answer to a file (the runtime logs to stdout).
+runtime runs in a child process (``python -m conformance.oracles.pte serve``,
+:class:`RuntimeChild`, one per process, kept between requests) with a timeout
+per request, so a corrupt program that crashes the runtime becomes a
+:class:`PteRuntimeError` naming the signal, not a dead caller, and the next
+request gets a fresh child. The child writes each answer to a file (the
+runtime logs to stdout).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -44,6 +48,9 @@ LOG_TAIL_LINES = 15
 #: flatbuffer is verified; a corrupt program is refused) or "minimal" (the
 #: runtime's default for ``_load_program``: a corrupt program can crash it).
 VERIFICATIONS = {"internal": "InternalConsistency", "minimal": "Minimal"}
+#: What the serving child writes to its answer descriptor: once started, and
+#: after each answer.
+READY, DONE = "ready", "done"
 
 
 class PteRuntimeError(RuntimeError):
@@ -89,44 +96,122 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _run_child(args: Sequence[str], *, timeout: float, what: str) -> subprocess.CompletedProcess:
-    """Run ``python <args>`` with a timeout; a timeout or a death by signal
-    raises PteRuntimeError naming ``what``."""
-    try:
-        proc = subprocess.run(
-            [sys.executable, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=_child_env(),
-            timeout=timeout,
+class RuntimeChild:
+    """One long-lived runtime child (``python -m conformance.oracles.pte
+    serve``) answering requests one at a time: the imports (torch, the
+    pybindings, ``executorch.exir``: seconds) are paid once per process (one
+    child per xdist worker), not once per program.
+
+    A request that crashes the child or outlives its timeout fails alone: the
+    child is killed (by its pid) or found dead, the request raises
+    :class:`PteRuntimeError` with the tail of the child's log of that request,
+    and the next request starts a fresh child."""
+
+    #: Seconds the child may take to start (imports), besides a request's timeout.
+    START_TIMEOUT = 180.0
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0  # children started (a restart after a crash or timeout counts)
+        self._log = None
+        self._answers = -1
+        self._tmp = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def _start(self, what: str) -> None:
+        self.close()
+        self._tmp = tempfile.TemporaryDirectory(prefix="pte-child-")
+        self._log = open(Path(self._tmp.name) / "log.txt", "w+b")
+        read, write = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", CHILD_MODULE, "serve", "--answer-fd", str(write)],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+            pass_fds=(write,), env=_child_env(),
         )
-    except subprocess.TimeoutExpired as error:
-        out = error.stdout.decode(errors="replace") if error.stdout else ""
-        raise PteRuntimeError(
-            f"{what}: the runtime child timed out after {timeout:g} s (killed)",
-            returncode=None, log=_log_tail(out),
-        ) from None
-    if proc.returncode < 0:
-        raise PteRuntimeError(
-            f"{what}: the runtime child crashed ({_signal_name(proc.returncode)})",
-            returncode=proc.returncode, log=_log_tail(proc.stdout.decode(errors="replace")),
-        )
-    return proc
+        os.close(write)
+        self._answers = read
+        self.starts += 1
+        self._wait_for(READY, self.START_TIMEOUT, f"{what}: starting the runtime child", 0)
+
+    def _log_since(self, offset: int) -> str:
+        self._log.flush()
+        self._log.seek(offset)
+        text = self._log.read().decode(errors="replace")
+        self._log.seek(0, os.SEEK_END)
+        return _log_tail(text)
+
+    def _wait_for(self, word: str, timeout: float, what: str, log_offset: int) -> None:
+        ready, _, _ = select.select([self._answers], [], [], timeout)
+        line = os.read(self._answers, 64).decode() if ready else ""
+        if line.strip() == word:
+            return
+        if not ready:
+            self.proc.kill()
+            self.proc.wait()
+            log = self._log_since(log_offset)
+            self.close()
+            raise PteRuntimeError(f"{what}: the runtime child timed out after {timeout:g} s (killed)",
+                                  returncode=None, log=log)
+        returncode = self.proc.wait()
+        log = self._log_since(log_offset)
+        self.close()
+        if returncode < 0:
+            raise PteRuntimeError(f"{what}: the runtime child crashed ({_signal_name(returncode)})",
+                                  returncode=returncode, log=log)
+        raise PteRuntimeError(f"{what}: the runtime child exited with status {returncode} and no answer",
+                              returncode=returncode, log=log)
+
+    def request(self, request: dict[str, Any], *, timeout: float, what: str) -> str:
+        """Send ``request`` (its answer goes to ``request["out"]``); returns the
+        child's log of it. Raises PteRuntimeError on a crash or a timeout."""
+        if self.pid is None:
+            self._start(what)
+        offset = self._log.seek(0, os.SEEK_END)
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # died since the last answer
+            pass
+        self._wait_for(DONE, timeout, what, offset)
+        return self._log_since(offset)
+
+    def close(self) -> None:
+        """Stop the child (end of its input, then a kill after 10 s)."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=10)
+                except (BrokenPipeError, subprocess.TimeoutExpired):
+                    self.proc.kill()
+                    self.proc.wait()
+            self.proc = None
+        if self._answers >= 0:
+            os.close(self._answers)
+            self._answers = -1
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
 
-def _call(command: str, pte_path: Path, workdir: Path, extra: Sequence[str], *,
+#: This process's runtime child (one per xdist worker), started on first use.
+CHILD = RuntimeChild()
+atexit.register(CHILD.close)
+
+
+def _call(command: str, pte_path: Path, workdir: Path, extra: dict[str, Any], *,
           timeout: float, what: str) -> dict[str, Any]:
     answer = workdir / "answer.json"
-    proc = _run_child(
-        ["-m", CHILD_MODULE, command, str(pte_path), "--out", str(answer), *extra],
-        timeout=timeout, what=what,
-    )
-    log = _log_tail(proc.stdout.decode(errors="replace"))
+    log = CHILD.request({"command": command, "pte": str(pte_path), "out": str(answer), **extra},
+                        timeout=timeout, what=what)
     if not answer.exists():
-        raise PteRuntimeError(
-            f"{what}: the runtime child exited with status {proc.returncode} and no answer",
-            returncode=proc.returncode, log=log,
-        )
+        raise PteRuntimeError(f"{what}: the runtime child gave no answer", log=log)
     data = json.loads(answer.read_text())
     error = data.get("error")
     if error:
@@ -135,7 +220,7 @@ def _call(command: str, pte_path: Path, workdir: Path, extra: Sequence[str], *,
             raise ValueError(message)
         if not error["type"] == "RuntimeError":  # a bug here rather than a refusal
             log = "\n".join(filter(None, [log, _log_tail(error.get("traceback", ""))]))
-        raise PteRuntimeError(message, returncode=proc.returncode, log=log)
+        raise PteRuntimeError(message, log=log)
     return data
 
 
@@ -157,7 +242,7 @@ def load_pte_meta(pte_path: str | Path, timeout: float = 60, *,
     it, or takes longer than ``timeout`` seconds."""
     path = _program_path(pte_path, verification)
     with tempfile.TemporaryDirectory(prefix="pte-meta-") as tmp:
-        data = _call("meta", path, Path(tmp), ["--verification", verification],
+        data = _call("meta", path, Path(tmp), {"verification": verification},
                      timeout=timeout, what=f"loading {path}")
     return PteMeta.from_dict(data["meta"])
 
@@ -184,7 +269,31 @@ def run_cpu_program(
             name = workdir / f"input{i}.npy"
             np.save(name, np.asarray(array), allow_pickle=False)
             names.append(str(name))
-        data = _call("run", path, workdir,
-                     ["--verification", verification, "--inputs", *names],
+        data = _call("run", path, workdir, {"verification": verification, "inputs": names},
                      timeout=timeout, what=f"running {path}")
+        return [np.load(p, allow_pickle=False) for p in data["outputs"]]
+
+
+def execute_program(
+    pte_path: str | Path, inputs: Sequence[np.ndarray], artifacts_root: str | Path,
+    timeout: float = 300,
+) -> list[np.ndarray]:
+    """Execute ``forward`` of ``pte_path`` from its serialized plan, delegates
+    included (:mod:`conformance.oracles.pte.execute`), in the runtime child.
+
+    ``inputs`` and the outputs are logical arrays, as for
+    :func:`run_cpu_program`; ``artifacts_root`` is the export's folder (its
+    ``delegates/NN_vgf.tosa`` run the VGF payloads). Raises
+    :class:`PteRuntimeError` when the plan cannot be executed (naming the
+    instruction), the child crashes or the run takes longer than ``timeout``."""
+    path = _program_path(pte_path, "internal")
+    with tempfile.TemporaryDirectory(prefix="pte-execute-") as tmp:
+        workdir = Path(tmp)
+        names = []
+        for i, array in enumerate(inputs):
+            name = workdir / f"input{i}.npy"
+            np.save(name, np.asarray(array), allow_pickle=False)
+            names.append(str(name))
+        data = _call("execute", path, workdir, {"inputs": names, "artifacts": str(artifacts_root)},
+                     timeout=timeout, what=f"executing {path}")
         return [np.load(p, allow_pickle=False) for p in data["outputs"]]
