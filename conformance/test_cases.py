@@ -18,7 +18,8 @@ from conformance.oracles.references import ORACLES
 from conformance.harness.plugin import record_case
 from conformance.harness.errormaps import write_case_maps
 from conformance.harness.html import golden_diff
-from conformance.oracles.pte import PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.oracles.pte import PteRuntimeError, execute_program, load_pte_meta, run_cpu_program
+from conformance.oracles.pte.execute import output_differences
 from conformance.oracles.vulkan import (
     VulkanRunError,
     VulkanUnavailable,
@@ -119,7 +120,9 @@ globals().update(numerics_tests())
 def test_pte(case_run, request):
     """The shipped program.pte loads in ExecuTorch's runtime (a child process),
     declares the inputs and outputs (sizes, dtypes) the exported program has,
-    and, where every op is on the CPU, runs there within the case's float bound."""
+    and, where every op is on the CPU, runs there within the case's float bound;
+    a delegated program, executed from its serialized plan with the delegates'
+    references, equals the lowered program bit for bit."""
     numerics = case_run.require_numerics()
     result = case_run.result
     case = case_run.case
@@ -136,9 +139,19 @@ def test_pte(case_run, request):
         case_run.fail_check("pte", "program.pte's declared inputs and outputs", (
             f"program.pte declares {declared}, but the exported program (what the "
             f"delegates read and write) has {exported} ({result.artifacts.program})"))
-    if meta.delegates:
-        return  # the installed runtime has no VGF backend: checked through the delegates' own tiers
     inputs = quantize_inputs(case.make_inputs(), result.edge_program, result.io_quant_params)
+    if meta.delegates:  # the installed runtime has no VGF backend: the serialized plan, executed
+        try:
+            executed = execute_program(result.artifacts.program, [x.numpy() for x in inputs],
+                                       result.artifacts.root)
+        except PteRuntimeError as error:
+            case_run.fail_check("pte", "program.pte executed from its serialized plan", str(error))
+        differences = output_differences(executed, [x.numpy() for x in numerics.program.outputs])
+        if differences:
+            case_run.fail_check("pte", "program.pte executed from its serialized plan (values, "
+                                "instructions, delegate payloads) against the lowered program",
+                                "\n".join(differences) + f"\n({result.artifacts.program})")
+        return
     try:
         raw = run_cpu_program(result.artifacts.program, [x.numpy() for x in inputs])
     except PteRuntimeError as error:
