@@ -122,10 +122,22 @@ def test_the_page_escapes_what_a_case_recorded():
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
 
 
-def test_a_report_diff_renders_on_the_page():
-    diff = {"summary": {"cases": 2}, "changed": [{"id": "c-1", "before": "passed", "after": "failed"}]}
-    page = render_html(build_report({"c-1": {"family": "f"}}), diff=diff)
-    assert 'id="diff"' in page and '<a href="#case=c-1">c-1</a>' in page and "<td>failed</td>" in page
+def test_a_report_diff_renders_as_the_new_page_with_the_changes_on_top(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    write_report(build_report({"c-1": {"family": "resize", "tests": {"test_export": "passed"}},
+                               "c-2": {"family": "resize", "tests": {"test_export": "passed"}}}), old)
+    write_report(build_report({"c-1": {"family": "resize", "tests": {"test_export": "failed"}},
+                               "c-2": {"family": "resize", "tests": {"test_export": "passed"}}}), new)
+    from conformance.harness.html import main
+
+    assert main([str(new), "--diff", str(old)]) == 0
+    page = (new / "diff.html").read_text()
+    top = page[page.index('id="diff"'):page.index("<h2>By outcome")]
+    assert "<strong>1 changed</strong>" in top and '<a href="#case=c-1">c-1</a>' in top
+    assert "outcome passed -&gt; failed" in top and "c-2" not in top
+    assert (new / "report.html").read_text() != page  # the run's own page is left as it was
+    with pytest.raises(SystemExit):
+        main([str(new), "--diff", str(tmp_path / "missing")])
 
 
 # ---------------------------------------------------------------------------

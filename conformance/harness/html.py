@@ -13,7 +13,10 @@ golden diff, numerics against each oracle with the bound and the share of
 it used, its error maps and the command that reruns it
 (``report.html#case=<case id>`` opens it).
 
-``python -m conformance.harness.html DIR`` renders ``DIR/report.json`` again.
+``python -m conformance.harness.html DIR`` renders ``DIR/report.json`` again;
+``--diff OLD`` writes ``DIR/diff.html``: the page with a report diff
+(:mod:`conformance.harness.diff`, ``python -m conformance.report diff``) on
+top, each changed case linked to its section.
 """
 
 from __future__ import annotations
@@ -163,17 +166,53 @@ def write_html(report: dict, directory: Path, sources: tuple[Path, ...] = (), ti
     return path
 
 
+def diff_view(delta) -> dict:
+    """What the page shows of a report diff (:class:`conformance.harness.diff.ReportDiff`)."""
+    return {"old_name": delta.old_name, "new_name": delta.new_name, "common": len(delta.common),
+            "changed": [{"id": c.id, "details": [d.replace("**", "").replace("`", "") for d in c.details()]}
+                        for c in delta.changed],  # the Markdown fragments as text
+            "added": [c.id for c in delta.cases if c.status == "added"],
+            "removed": [c.id for c in delta.cases if c.status == "removed"],
+            "groups": delta.groups(), "stack": delta.stack, "workarounds": delta.workarounds,
+            "new_warnings": delta.new_warnings, "gone_warnings": delta.gone_warnings}
+
+
+def write_diff_html(old: Path, new: Path) -> Path:
+    """``NEW/diff.html``: the NEW report's page with what changed since OLD on
+    top (``python -m conformance.report diff``), each changed case linked to its section."""
+    from conformance.harness import diff
+
+    old_report, new_report = diff.load_report(old, "OLD"), diff.load_report(new, "NEW")
+    delta = diff.diff_reports(old_report, new_report, str(old), str(new))
+    directory = new if new.is_dir() else new.parent
+    maps = copy_maps(new_report, directory)
+    path = directory / "diff.html"
+    path.write_text(render_html(new_report, maps, f"VGF conformance: {old} -> {new}", diff_view(delta)))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.harness.html",
-                                     description="render DIR/report.json as DIR/report.html")
+                                     description="render DIR/report.json as DIR/report.html; with --diff "
+                                                 "OLD, DIR/diff.html: the page with what changed since OLD")
     parser.add_argument("directory", type=Path, help="a report directory (holding report.json)")
     parser.add_argument("--maps-from", type=Path, nargs="*", default=(),
                         help="report directories whose maps/<case id>/ hold maps (e.g. merged shards)")
+    parser.add_argument("--diff", type=Path, metavar="OLD",
+                        help="an earlier report (directory or report.json): write DIR/diff.html")
     args = parser.parse_args(argv)
     source = args.directory / "report.json"
     if not source.is_file():
         parser.error(f"directory must hold report.json; not found: {source}")
-    path = write_html(json.loads(source.read_text()), args.directory, tuple(args.maps_from))
+    if args.diff is not None:
+        from conformance.harness.diff import ReportError
+
+        try:
+            path = write_diff_html(args.diff, args.directory)
+        except ReportError as error:
+            parser.error(f"--diff: {error}")
+    else:
+        path = write_html(json.loads(source.read_text()), args.directory, tuple(args.maps_from))
     print(f"wrote {path}")
     return 0
 
