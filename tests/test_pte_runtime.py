@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from conformance.cases import CASES
-from conformance.oracles.pte import PteMeta, PteRuntimeError, load_pte_meta, run_cpu_program
+from conformance.oracles.lowered import quantize_inputs
+from conformance.oracles.pte import (
+    PteMeta,
+    PteRuntimeError,
+    execute_program,
+    load_pte_meta,
+    run_cpu_program,
+)
 from conformance.oracles.pte import reader, runtime
+from conformance.oracles.pte.execute import output_differences
 from conformance.harness.runner import run_case
 
 #: Stays on the CPU (the VGF partitioner refuses a 1/16 nearest downscale).
@@ -168,7 +178,7 @@ def test_corrupt_programs_give_clear_errors(tmp_path, exported):
     with pytest.raises(PteRuntimeError, match=r"Failed to load program.*InvalidProgram") as info:
         load_pte_meta(garbage)
     assert "expected 'ET12'" in info.value.log
-    assert info.value.returncode == 1
+    assert info.value.returncode is None  # refused: the child lives on for the next request
 
     truncated = tmp_path / "truncated.pte"
     truncated.write_bytes(good[: len(good) // 2])
@@ -192,14 +202,129 @@ def test_a_native_crash_is_an_error_not_a_dead_caller(tmp_path, exported):
     assert info.value.returncode < 0
 
 
-def test_child_crash_and_timeout_are_reported():
-    with pytest.raises(PteRuntimeError, match=r"crashed \(SIGSEGV\)"):
-        runtime._run_child(
-            ["-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
-            timeout=30, what="probe",
-        )
-    with pytest.raises(PteRuntimeError, match="timed out after 1 s"):
-        runtime._run_child(["-c", "import time; time.sleep(30)"], timeout=1, what="probe")
+def test_a_crashing_program_fails_alone(tmp_path, exported):
+    """One long-lived child serves the requests; a request that crashes it
+    fails alone (naming the signal), and the next request gets a fresh child."""
+    good = exported[CPU_CASE].result.artifacts.program
+    corrupt = tmp_path / "overwritten.pte"
+    corrupt.write_bytes(good.read_bytes()[:100] + b"\xa5" * 300 + good.read_bytes()[400:])
+    load_pte_meta(good)
+    pid, starts = runtime.CHILD.pid, runtime.CHILD.starts
+    assert pid is not None
+    load_pte_meta(good)
+    assert (runtime.CHILD.pid, runtime.CHILD.starts) == (pid, starts)  # the same child served both
+    with pytest.raises(PteRuntimeError, match=r"loading .*overwritten.pte: the runtime child crashed \(SIG"):
+        load_pte_meta(corrupt, verification="minimal")
+    assert runtime.CHILD.pid is None  # found dead, not reused
+    assert load_pte_meta(good).inputs[0].dtype == "int8"
+    assert runtime.CHILD.starts == starts + 1 and runtime.CHILD.pid not in (None, pid)
+
+
+def test_a_request_past_its_timeout_is_killed_and_fails_alone(exported):
+    run = exported[GRID_CASE]
+    image, grid = (x.numpy() for x in quantize_inputs(
+        CASES[GRID_CASE].make_inputs(), run.result.edge_program, run.result.io_quant_params))
+    load_pte_meta(run.result.artifacts.program)
+    pid = runtime.CHILD.pid
+    # Two TOSA reference model children alone take longer than 20 ms.
+    with pytest.raises(PteRuntimeError, match=r"executing .*: the runtime child timed out after 0.02 s \(killed\)"):
+        execute_program(run.result.artifacts.program, [image, grid], run.result.artifacts.root, timeout=0.02)
+    assert runtime.CHILD.pid is None
+    assert execute_program(run.result.artifacts.program, [image, grid], run.result.artifacts.root)
+    assert runtime.CHILD.pid not in (None, pid)
+
+
+# ---------------------------------------------------------------------------
+# The serialized plan, executed
+# ---------------------------------------------------------------------------
+def _inputs(run):
+    return [x.numpy() for x in quantize_inputs(
+        run.case.make_inputs(), run.result.edge_program, run.result.io_quant_params)]
+
+
+def _rewritten(run, tmp_path, change) -> Path:
+    """The case's program.pte with ``change(program)`` applied, serialized again."""
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte_file = deserialize_pte_binary(run.result.artifacts.program.read_bytes())
+    change(pte_file.program)
+    path = tmp_path / "program.pte"
+    path.write_bytes(bytes(serialize_pte_binary(pte_file)))
+    return path
+
+
+def test_executed_plan_equals_the_lowered_program(exported):
+    run = exported[GRID_CASE]
+    executed = execute_program(run.result.artifacts.program, _inputs(run), run.result.artifacts.root)
+    assert output_differences(executed, [x.numpy() for x in run.numerics.program.outputs]) == []
+    assert executed[0].dtype == np.int8 and executed[0].shape == (1, 3, 12, 16)
+    assert np.abs(executed[0].astype(int)).max() > 0  # not an all-zero coincidence
+
+
+def test_the_interpreter_agrees_with_the_runtime_on_a_cpu_program(exported):
+    """The interpreter's kernel calls (torch ops by name) against ExecuTorch's own kernels."""
+    run = exported[CPU_CASE]
+    inputs = _inputs(run)
+    (runtime_out,) = run_cpu_program(run.result.artifacts.program, inputs)
+    (executed,) = execute_program(run.result.artifacts.program, inputs, run.result.artifacts.root)
+    np.testing.assert_array_equal(executed, runtime_out)
+
+
+def test_swapped_delegate_payloads_are_found(exported, tmp_path):
+    """The VGF payloads of delegates 0 (pad RGB to RGBA) and 2 (slice it
+    back) exchanged: the edge graph is unchanged, the shipped file is wrong."""
+    run = exported[GRID_CASE]
+
+    def swap(program):
+        data = program.backend_delegate_data
+        data[0], data[2] = data[2], data[0]
+
+    path = _rewritten(run, tmp_path, swap)
+    with pytest.raises(PteRuntimeError, match=r"instruction 0 \(delegate 0, VgfBackend\): input "
+                       r"\[0\] int8\[1x3x12x16\].*the TOSA graph has INT8\[1x12x16x4\]"):
+        execute_program(path, _inputs(run), run.result.artifacts.root)
+
+
+def test_a_payload_that_is_not_the_exports_vgf_is_found(exported, tmp_path):
+    run = exported[GRID_CASE]
+
+    def corrupt(program):
+        data = program.backend_delegate_data[0].data
+        program.backend_delegate_data[0].data = data[:100] + bytes([data[100] ^ 0xFF]) + data[101:]
+
+    path = _rewritten(run, tmp_path, corrupt)
+    with pytest.raises(PteRuntimeError, match=r"VGF payload \(sha256 \w+\) is none of the export's"):
+        execute_program(path, _inputs(run), run.result.artifacts.root)
+
+
+def test_a_reordered_instruction_chain_is_found(exported, tmp_path):
+    """The grid sampler called before the pad that writes its image: it
+    samples whatever the planned memory holds."""
+    run = exported[GRID_CASE]
+
+    def reorder(program):
+        instructions = program.execution_plan[0].chains[0].instructions
+        instructions[0], instructions[1] = instructions[1], instructions[0]
+
+    path = _rewritten(run, tmp_path, reorder)
+    executed = execute_program(path, _inputs(run), run.result.artifacts.root)
+    (found,) = output_differences(executed, [x.numpy() for x in run.numerics.program.outputs])
+    assert re.match(r"output 0 \(int8\[1, 3, 12, 16\]\): \d+ of 576 elements differ", found)
+
+
+def test_a_flipped_output_dim_order_is_found(exported, tmp_path):
+    """The program's output labelled NCHW while the delegate writes NHWC
+    bytes: the runtime hands the user a transposed image."""
+    run = exported[GRID_CASE]
+
+    def flip(program):
+        plan = program.execution_plan[0]
+        plan.values[plan.outputs[0]].val.dim_order = [0, 1, 2, 3]
+
+    path = _rewritten(run, tmp_path, flip)
+    executed = execute_program(path, _inputs(run), run.result.artifacts.root)
+    (found,) = output_differences(executed, [x.numpy() for x in run.numerics.program.outputs])
+    assert "elements differ" in found
 
 
 def test_meta_round_trips_through_json(grid_meta):

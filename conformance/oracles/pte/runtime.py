@@ -57,7 +57,8 @@ class PteRuntimeError(RuntimeError):
     """The runtime refused the program, crashed on it or timed out.
 
     ``returncode`` is the child's exit status (negative: killed by that
-    signal; None: timed out), ``log`` the tail of its output."""
+    signal; None: it timed out, or refused the program and lives on), ``log``
+    the tail of its output for the request."""
 
     def __init__(self, message: str, *, returncode: int | None = None, log: str = "") -> None:
         self.returncode = returncode
