@@ -64,7 +64,8 @@ fi
 echo "candidate: $NAME ($([ -n "$PINS" ] && grep -v '^#' "$PINS" | grep . | tr '\n' ' ' || echo requirements.lock)) against the goldens of $(git rev-parse --short HEAD 2>/dev/null || echo this tree)"
 rm -f "$OUT/report.json" "$OUT/report.md"
 set +e
-"$ENV/bin/python" -m pytest conformance -n auto -p no:cacheprovider \
+# --vgf-require-vulkan: a candidate whose Vulkan stack is not found fails that tier, not skips it.
+"$ENV/bin/python" -m pytest conformance -n auto -p no:cacheprovider --vgf-require-vulkan \
   --vgf-report "$OUT" --junitxml "$OUT/junit.xml" -q "$@" > "$OUT/pytest.log" 2>&1
 status=$?
 set -e

@@ -240,7 +240,9 @@ def _vulkan_preflight(versions: dict) -> list[str]:
                                                    done.stdout + done.stderr))
     layer = importlib.util.find_spec("emulation_layer")
     if layer is not None and layer.submodule_search_locations:
-        for library in sorted((Path(list(layer.submodule_search_locations)[0]) / "deploy" / "lib").glob("*.so")):
+        root = Path(list(layer.submodule_search_locations)[0])
+        # deploy/ up to 0.11; binaries/ from the 0.12 pre-releases on
+        for library in sorted([*root.glob("deploy/lib/*.so"), *root.glob("binaries/lib/*.so")]):
             done = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(library)],
                                   capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
             if done.returncode != 0:
