@@ -23,6 +23,9 @@ import pytest
 from conformance.harness.html import golden_diff, render_html, write_html
 from conformance.harness.report import CaseRecord, build_report, write_report
 
+#: One worker runs the module (under --dist loadgroup): the planted-fault run is made once.
+pytestmark = pytest.mark.xdist_group("html-report")
+
 REPO = Path(__file__).resolve().parent.parent
 CASE = "resize-bilinear-ac0-up2-int8io"
 MAP = "output0-c0-3.png"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -237,6 +238,7 @@ def write_case_maps(case_run) -> list[dict]:
     key = str(case_run.artifacts)
     if key in _WRITTEN:
         return _WRITTEN[key]
+    started = time.perf_counter()
     try:
         floats, lowered, references, units = case_outputs(case_run)
         maps = []
@@ -251,6 +253,8 @@ def write_case_maps(case_run) -> list[dict]:
         maps = [{"error": f"error maps could not be drawn (a bug of vgf-conformance): "
                           f"{type(error).__name__}: {error}"}]
     _WRITTEN[key] = maps
+    # The report's run.seconds: what the maps cost (they are drawn only for cases that need them).
+    case_run.seconds["error_maps"] = time.perf_counter() - started
     return maps
 
 
