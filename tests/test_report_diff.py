@@ -83,6 +83,10 @@ def test_each_kind_of_change_is_seen():
     new["cases"][0]["cpu_ops"] = ["aten.upsample_bilinear2d.vec"]
     assert _only(diff.diff_reports(base, new)).delegation == [
         "no longer delegated", "CPU ops +['aten.upsample_bilinear2d.vec']"]
+    # a test whose outcome moves while the case's does not (a tier skipped)
+    new = copy.deepcopy(base)
+    new["cases"][0]["tests"]["test_vulkan"] = "skipped"
+    assert _only(diff.diff_reports(base, new)).phrases() == ["vulkan passed -> skipped"]
     # Vulkan, warnings
     new = copy.deepcopy(base)
     new["cases"][0]["numerics"]["vulkan"]["bit_exact"] = False

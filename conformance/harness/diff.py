@@ -98,8 +98,8 @@ class CaseDiff:
         out = []
         if self.outcome:
             out.append(f"outcome {self.outcome[0]} -> {self.outcome[1]}")
-        elif self.tests:
-            out.append("test outcomes changed")
+        else:
+            out += [f"{t.removeprefix('test_')} {a} -> {b}" for t, (a, b) in self.tests.items()]
         if self.failure and not self.outcome:
             out.append("failure changed")
         # The report's own words for golden changes where it has them, else the sections.
