@@ -1,16 +1,29 @@
-"""Benchmark of the conformance suite (a script, not a test).
+"""Benchmark of the conformance suite (a script, not a test): every speed target
+of the suite, measured, as a Markdown table (target, measured, pass/fail).
 
-Measures, and prints as Markdown:
-
-1. the suite's wall time with ``-n auto`` (the full matrix, or ``--quick``);
-2. each stage's seconds per case (mean, max, total), from the run's report;
-3. that every case was exported exactly once (one artifacts directory and one
-   ``program.pte`` per case, and the export refuses to overwrite);
+1. the full matrix's wall time with ``-n auto`` (every tier; skipped with
+   ``--quick``), and the quick tier's (``-m quick``);
+2. each stage's seconds per case (mean, max, total) and each tier's seconds,
+   from the run's report (``report.json``: ``run.seconds`` per case,
+   ``run.tiers``);
+3. that every case was exported exactly once (one artifacts directory per
+   case in one shared ``--vgf-artifacts`` root, where a second export of a
+   case would fail because the export never overwrites, and no case's tests
+   on two workers);
 4. the harness's overhead: the same cases run by the suite on one worker,
-   minus the numerics tier, against calling ``export_model`` directly.
+   minus the tiers that are not the export (numerics, golden, pte, Vulkan:
+   ``run.tiers``), against calling ``export_model`` directly, both as wall
+   time of a fresh process;
+5. peak memory: the resident-set high-water mark of each xdist worker and of
+   the largest child process it waited for (``run.memory``, from
+   ``getrusage``);
+6. with ``--shards 2,4``: shards of the quick tier (``-m quick --vgf-shard
+   I/N``) run one after the other, each with ``-n auto`` as a CI machine
+   would: their predicted seconds (conformance/durations.json) and measured
+   wall and test seconds, and the spread between the longest and shortest.
 
-Usage: .venv/bin/python scripts/benchmark.py [--quick] [--overhead-cases N] [--out DIR]
-       [--vulkan-batch N]   (1: every case in its own Vulkan runner process)
+Usage: .venv/bin/python scripts/benchmark.py [--quick] [--shards 2,4] [--overhead-cases N]
+       [--out DIR] [--vulkan-batch N] [--workers N]
 """
 
 from __future__ import annotations
@@ -26,19 +39,38 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
 PYTHON = sys.executable
 
+#: The targets of the suite (issue "Speed at scale").
+FULL_WALL_S = 600.0
+QUICK_WALL_S = 60.0
+EXPORT_MEAN_S = 1.2
+OVERHEAD_PCT = 5.0
+MEMORY_MIB = 2048.0
+SHARD_SPREAD = 0.10
 
-def run_suite(out: Path, extra: list[str]) -> tuple[float, dict]:
-    report_dir, artifacts = out / "report", out / "artifacts"
-    cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
-           "--vgf-report", str(report_dir), "--vgf-artifacts", str(artifacts), *extra]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    summary = [l for l in proc.stdout.splitlines() if " passed" in l or " failed" in l]
-    print(f"$ {' '.join(cmd[2:])}\n  exit {proc.returncode}: {summary[-1] if summary else proc.stdout[-500:]}")
-    return wall, json.loads((report_dir / "report.json").read_text())
+
+class Run:
+    """One pytest run of the suite: wall seconds, its report, its output."""
+
+    def __init__(self, out: Path, extra: list[str]) -> None:
+        self.report_dir, self.artifacts = out / "report", out / "artifacts"
+        cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
+               "--vgf-report", str(self.report_dir), "--vgf-artifacts", str(self.artifacts), *extra]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        self.wall = time.perf_counter() - start
+        self.stdout = proc.stdout
+        summary = [line for line in proc.stdout.splitlines() if " passed" in line or " failed" in line]
+        print(f"$ {' '.join(cmd[2:])}\n  exit {proc.returncode} in {self.wall:.1f} s: "
+              f"{summary[-1] if summary else proc.stdout[-500:] + proc.stderr[-500:]}")
+        self.report = json.loads((self.report_dir / "report.json").read_text())
+        self.run = self.report.get("run") or {}
+
+    def tier_seconds(self, *tiers: str) -> float:
+        return sum(entry["seconds"] for tier, entry in self.run.get("tiers", {}).items() if tier in tiers)
 
 
 def stage_table(report: dict) -> str:
@@ -53,14 +85,36 @@ def stage_table(report: dict) -> str:
     return "\n".join(rows)
 
 
-def exported_once(report: dict, artifacts: Path) -> str:
-    ids = [c["id"] for c in report["cases"]]
-    programs = {p.parent.name for p in artifacts.glob("*/program.pte")}
-    missing = [i for i in ids if i not in programs and i]
-    dirs = sorted(p.name for p in artifacts.iterdir() if p.is_dir() and not p.name.startswith("_"))
-    return (f"{len(ids)} cases in the report, {len(dirs)} artifact directories, "
-            f"{len(programs)} programs; duplicates: {len(dirs) - len(set(dirs))}; "
-            f"cases without a program (failed before serialize): {len(missing)}")
+def tier_table(run: Run) -> str:
+    tiers = run.run.get("tiers", {})
+    total = sum(t["seconds"] for t in tiers.values()) or 1.0
+    rows = ["| tier | tests | seconds (all workers) | share |", "|---|---|---|---|"]
+    rows += [f"| {tier} | {t['tests']} | {t['seconds']:.1f} | {t['seconds'] / total:.0%} |"
+             for tier, t in sorted(tiers.items(), key=lambda kv: -kv[1]["seconds"])]
+    workers = run.run.get("workers", {})
+    if workers:
+        rows += ["", "| worker | tests | seconds in tests | last test ended at |", "|---|---|---|---|"]
+        rows += [f"| {w} | {e['tests']} | {e['seconds']:.1f} | {e['last_end']:.1f} s |" for w, e in workers.items()]
+    return "\n".join(rows)
+
+
+def exported_once(run: Run) -> tuple[bool, str]:
+    ids = [c["id"] for c in run.report["cases"]]
+    dirs = {p.name for p in run.artifacts.iterdir() if p.is_dir() and not p.name.startswith("_")}
+    programs = {p.parent.name for p in run.artifacts.glob("*/program.pte")}
+    refused = [c["id"] for c in run.report["cases"] if "FileExistsError" in (c.get("error") or "")]
+    split = "exported more than once" in run.stdout
+    ok = set(ids) == dirs and not refused and not split
+    return ok, (f"{len(ids)} cases, {len(dirs)} artifact directories, {len(programs)} programs; "
+                f"second exports refused: {len(refused)}; cases on two workers: {'yes' if split else 'none'}")
+
+
+def peak_memory(runs: list[Run]) -> tuple[float, float, str]:
+    worker = child = 0.0
+    for run in runs:
+        for peak in run.run.get("memory", {}).values():
+            worker, child = max(worker, peak["rss_mib"]), max(child, peak["children_rss_mib"])
+    return worker, child, f"worker {worker:.0f} MiB, largest child process {child:.0f} MiB"
 
 
 BARE = """
@@ -80,9 +134,9 @@ print(json.dumps(times))
 """
 
 
-def overhead(ids: list[str], out: Path, repeat: int) -> str:
+def overhead(ids: list[str], out: Path, repeat: int) -> tuple[float, str]:
     """Bare exports and the suite, alternately, ``repeat`` times each; the
-    fastest of each (export times on a shared machine vary by 15% run to run)."""
+    fastest of each (export times on a shared machine vary by 15 % run to run)."""
     runs = []
     expr = " or ".join(ids)
     for i in range(repeat):
@@ -91,56 +145,115 @@ def overhead(ids: list[str], out: Path, repeat: int) -> str:
                               text=True, check=True)
         bare_wall = time.perf_counter() - start
         bare_total = sum(json.loads(proc.stdout.strip().splitlines()[-1]).values())
-        wall, report = run_suite(out / f"overhead-{i}", ["-n", "0", "-k", expr])
-        seconds = lambda key: sum(c["run"]["seconds"].get(key, 0.0) for c in report["cases"])  # noqa: E731
-        tiers = seconds("numerics") + seconds("vulkan")
-        runs.append((bare_wall, bare_total, wall, tiers, seconds("export_total")))
+        suite = Run(out / f"overhead-{i}", ["-n", "0", "-k", expr, "--vgf-progress", "0"])
+        other_tiers = suite.tier_seconds("numerics", "golden", "pte", "vulkan")
+        in_suite = sum(c["run"]["seconds"].get("export_total", 0.0) for c in suite.report["cases"])
+        runs.append((bare_wall, bare_total, suite.wall - other_tiers, in_suite))
     bare_wall, bare_total = min(r[0] for r in runs), min(r[1] for r in runs)
-    harness, in_suite = min(r[2] - r[3] for r in runs), min(r[4] for r in runs)
-    each = ", ".join(f"{100 * ((r[2] - r[3]) / r[0] - 1):+.1f}%" for r in runs)
-    return (
+    harness, in_suite = min(r[2] for r in runs), min(r[3] for r in runs)
+    pct = 100 * (harness / bare_wall - 1)
+    each = ", ".join(f"{100 * (r[2] / r[0] - 1):+.1f}%" for r in runs)
+    return pct, (
         f"{len(ids)} cases, one process each way, fastest of {repeat}.\n"
-        f"- bare export_model: {bare_total:.1f} s of exports ({bare_wall:.1f} s wall with imports)\n"
-        f"- the same exports inside the suite: {in_suite:.1f} s "
-        f"({100 * (in_suite / bare_total - 1):+.1f}%)\n"
-        f"- harness (suite wall minus the numerics and Vulkan tiers) over bare wall, both with "
-        f"interpreter start and imports: {harness:.1f} s vs {bare_wall:.1f} s = "
-        f"{100 * (harness / bare_wall - 1):+.1f}% (each pair: {each})"
-    )
+        f"- bare export_model: {bare_total:.1f} s of exports ({bare_wall:.1f} s wall with interpreter and imports)\n"
+        f"- the same exports inside the suite: {in_suite:.1f} s ({100 * (in_suite / bare_total - 1):+.1f}%)\n"
+        f"- the suite's wall minus its numerics, golden, pte and Vulkan tiers: {harness:.1f} s against "
+        f"{bare_wall:.1f} s = {pct:+.1f}% (each pair: {each})")
+
+
+def shards(counts: list[int], out: Path, workers: str) -> list[tuple[str, str, bool]]:
+    """The quick tier as N shards, one after the other: predicted and measured."""
+    from conformance.cases import CASES
+    from conformance.harness import durations, plan
+
+    seconds = durations.load(None).restricted(CASES)
+    quick = {c for c, case in CASES.items() if case.quick}
+    rows = []
+    print("\n## Shards of the quick tier (-m quick --vgf-shard I/N, one after the other)\n")
+    print("| shards | shard | cases | predicted s | wall s | seconds in tests |\n|---|---|---|---|---|---|")
+    for count in counts:
+        assignment, _ = plan.shard_assignment(CASES, count, quick, seconds)
+        predicted, walls, busy = [], [], []
+        for index in range(1, count + 1):
+            members = [c for c in quick if assignment[c] == index - 1]
+            predicted.append(sum(seconds(c) for c in members))
+            run = Run(out / f"shards-{count}-{index}",
+                      ["-n", workers, "-m", "quick", "--vgf-shard", f"{index}/{count}", "--vgf-progress", "0"])
+            walls.append(run.wall)
+            busy.append(sum(t["seconds"] for t in run.run.get("tiers", {}).values()))
+            print(f"| {count} | {index} | {len(members)} | {predicted[-1]:.1f} | {walls[-1]:.1f} | {busy[-1]:.1f} |")
+        spread = lambda values: (max(values) - min(values)) / max(values)  # noqa: E731
+        ok = spread(predicted) <= SHARD_SPREAD and spread(walls) <= SHARD_SPREAD
+        rows.append((f"{count} shards within {SHARD_SPREAD:.0%} (quick tier; predicted / wall / in tests)",
+                     f"{spread(predicted):.1%} / {spread(walls):.1%} / {spread(busy):.1%}", ok))
+    return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="only the quick tier")
+    parser.add_argument("--quick", action="store_true", help="only the quick tier (no full matrix)")
     parser.add_argument("--workers", default="auto", help="pytest -n value (default auto)")
-    parser.add_argument("--overhead-cases", type=int, default=12,
+    parser.add_argument("--overhead-cases", type=int, default=16,
                         help="cases for the overhead measurement (0: skip it)")
     parser.add_argument("--overhead-repeat", type=int, default=3,
                         help="bare/suite pairs of the overhead measurement (the fastest counts)")
+    parser.add_argument("--shards", default="", help="shard counts to measure on the quick tier, e.g. 2,4")
     parser.add_argument("--out", type=Path, default=None, help="keep reports and artifacts here")
     parser.add_argument("--vulkan-batch", type=int, default=None,
-                        help="--vgf-vulkan-batch of the suite run (default: the suite's)")
+                        help="--vgf-vulkan-batch of the suite runs (default: the suite's)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="vgf-bench-"))
     out.mkdir(parents=True, exist_ok=True)
-    extra = ["-n", args.workers] + (["-m", "quick"] if args.quick else [])
-    if args.vulkan_batch is not None:
-        extra += ["--vgf-vulkan-batch", str(args.vulkan_batch)]
-    wall, report = run_suite(out / "suite", extra)
-    outcomes = defaultdict(int)
-    for case in report["cases"]:
-        outcomes[case["outcome"]] += 1
-    batch = f", --vgf-vulkan-batch {args.vulkan_batch}" if args.vulkan_batch is not None else ""
-    print(f"\n## Suite: {'quick tier' if args.quick else 'full matrix'}, -n {args.workers}{batch}\n")
-    print(f"wall {wall:.1f} s for {len(report['cases'])} cases; outcomes {dict(outcomes)}\n")
-    print(stage_table(report))
-    print(f"\nexported once: {exported_once(report, out / 'suite' / 'artifacts')}")
+    common = ["-n", args.workers] + ([] if args.vulkan_batch is None else ["--vgf-vulkan-batch", str(args.vulkan_batch)])
+    targets: list[tuple[str, str, bool | None]] = []
+
+    quick = Run(out / "quick", [*common, "-m", "quick"])
+    runs = [quick]
+    full = None if args.quick else Run(out / "full", common)
+    if full is not None:
+        runs.append(full)
+        targets.append((f"full matrix wall, -n {args.workers} (<= {FULL_WALL_S:.0f} s)",
+                        f"{full.wall:.0f} s ({len(full.report['cases'])} cases)", full.wall <= FULL_WALL_S))
+    else:
+        targets.append((f"full matrix wall (<= {FULL_WALL_S:.0f} s)", "not measured (--quick)", None))
+    targets.append((f"quick tier wall, -n {args.workers} (<= {QUICK_WALL_S:.0f} s)",
+                    f"{quick.wall:.1f} s ({len(quick.report['cases'])} cases)", quick.wall <= QUICK_WALL_S))
+    main_run = full or quick
+    exports = [c["run"]["seconds"]["export_total"] for c in main_run.report["cases"]
+               if "export_total" in c["run"].get("seconds", {})]
+    mean = statistics.mean(exports)
+    targets.append((f"export mean per case (<= {EXPORT_MEAN_S} s)",
+                    f"{mean:.2f} s (max {max(exports):.2f} s, {'full matrix' if full else 'quick tier'}, "
+                    f"under -n {args.workers})", mean <= EXPORT_MEAN_S))
+    for run in runs:
+        ok, text = exported_once(run)
+        targets.append((f"every case exported exactly once ({'full' if run is full else 'quick'})", text, ok))
+    worker, child, text = peak_memory(runs)
+    targets.append((f"peak memory per worker (<= {MEMORY_MIB:.0f} MiB)", text, max(worker, child) <= MEMORY_MIB))
+
+    for run, name in ((quick, "quick tier"), (full, "full matrix")):
+        if run is None:
+            continue
+        print(f"\n## {name}, -n {args.workers}: {run.wall:.1f} s wall\n")
+        print(stage_table(run.report))
+        print()
+        print(tier_table(run))
     if args.overhead_cases:
-        ids = [c["id"] for c in report["cases"] if c["outcome"] == "passed"][: args.overhead_cases]
+        ids = [c["id"] for c in main_run.report["cases"] if c["outcome"] == "passed"][: args.overhead_cases]
+        pct, text = overhead(ids, out, args.overhead_repeat)
         print("\n## Harness overhead\n")
-        print(overhead(ids, out, args.overhead_repeat))
+        print(text)
+        targets.append((f"harness overhead over bare export_model (<= {OVERHEAD_PCT:.0f} %)",
+                        f"{pct:+.1f} % ({len(ids)} cases)", pct <= OVERHEAD_PCT))
+    if args.shards:
+        targets += shards([int(n) for n in args.shards.split(",")], out, args.workers)
+
+    print("\n## Targets\n")
+    print("| target | measured | result |\n|---|---|---|")
+    for target, measured, ok in targets:
+        print(f"| {target} | {measured} | {'n/a' if ok is None else 'pass' if ok else '**FAIL**'} |")
     print(f"\n(reports and artifacts in {out})")
-    return 0
+    return 0 if all(ok is not False for _, _, ok in targets) else 1
 
 
 if __name__ == "__main__":

@@ -13,7 +13,13 @@ one warm-up export so that imports and one-time costs show up apart. Prints
    functions (torch.export, run_decompositions, the Arm TOSA pass pipeline,
    model-converter, to_executorch, fx recompiles, ...) without the profiler.
 
-Usage: .venv/bin/python scripts/profile_export.py [CASE_ID ...] [--repeats N]
+Or, with ``--report DIR``, where a whole run's time went, from its report
+(``report.json`` of ``--vgf-report``): seconds per tier (summed over workers),
+per stage of the cases' runs, per op family, the slowest cases and tests
+that are not per case, and when each worker finished (the tail of the run).
+
+Usage: .venv/bin/python scripts/profile_export.py --report DIR [--top N]
+       .venv/bin/python scripts/profile_export.py [CASE_ID ...] [--repeats N]
        [--top N] [--prof out.prof] [--no-profile] [--json out.json]
        [--warmup CASE_ID] [--profile-warmup] [--sort cumulative,tottime]
        [--disable-patch NAME ...]   (e.g. to measure what one patch of
@@ -174,9 +180,61 @@ def top_functions(profile: cProfile.Profile, sort: str, top: int) -> str:
     return out.getvalue()
 
 
+def report_profile(directory: Path, top: int) -> str:
+    """Where a run's time went, from its report.json (see the module docstring)."""
+    report = json.loads((directory / "report.json").read_text())
+    run = report.get("run") or {}
+    lines = [f"# where the time went: {directory / 'report.json'} ({len(report['cases'])} cases, "
+             f"{run.get('wall_seconds', 0):.0f} s wall)", ""]
+    tiers = run.get("tiers") or {}
+    total = sum(t["seconds"] for t in tiers.values()) or 1.0
+    lines += ["## per tier (seconds summed over workers)", "", "| tier | tests | seconds | share |", "|---|---|---|---|"]
+    lines += [f"| {tier} | {t['tests']} | {t['seconds']:.1f} | {t['seconds'] / total:.0%} |"
+              for tier, t in sorted(tiers.items(), key=lambda kv: -kv[1]["seconds"])]
+    stages: dict[str, list[float]] = {}
+    families: dict[str, list[float]] = {}
+    per_case = []
+    for case in report["cases"]:
+        seconds = case["run"].get("seconds") or {}
+        for stage, value in seconds.items():
+            stages.setdefault(stage, []).append(value)
+        spent = sum((case["run"].get("tests_seconds") or {}).values()) or sum(
+            seconds.get(k, 0.0) for k in ("export_total", "numerics", "golden", "vulkan"))
+        families.setdefault(f"{case['family']}{' (quick)' if case.get('quick') else ''}", []).append(spent)
+        per_case.append((spent, case["id"], case["run"].get("tests_seconds") or seconds))
+    lines += ["", "## per stage of the cases' runs", "", "| stage | cases | mean s | max s | total s |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {stage} | {len(v)} | {statistics.mean(v):.3f} | {max(v):.2f} | {sum(v):.1f} |"
+              for stage, v in sorted(stages.items(), key=lambda kv: -sum(kv[1]))]
+    lines += ["", "## per op family (seconds of the cases' tests)", "", "| family | cases | mean s | total s |",
+              "|---|---|---|---|"]
+    lines += [f"| {family} | {len(v)} | {statistics.mean(v):.2f} | {sum(v):.1f} |"
+              for family, v in sorted(families.items(), key=lambda kv: -sum(kv[1]))]
+    lines += ["", f"## the {top} slowest cases", "", "| case | seconds | where |", "|---|---|---|"]
+    for spent, case_id, parts in sorted(per_case, reverse=True)[:top]:
+        where = ", ".join(f"{k.removeprefix('test_')} {v:.1f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:4])
+        lines.append(f"| {case_id} | {spent:.1f} | {where} |")
+    others = run.get("other_tests") or {}
+    if others:
+        lines += ["", "## tests that are not per case", "", "| test | seconds |", "|---|---|"]
+        lines += [f"| {nodeid} | {seconds:.1f} |" for nodeid, seconds in sorted(others.items(), key=lambda kv: -kv[1])]
+    workers = run.get("workers") or {}
+    if workers:
+        lines += ["", "## workers (a worker that ends early waited for the others)", "",
+                  "| worker | tests | seconds in tests | last test ended at |", "|---|---|---|---|"]
+        lines += [f"| {w} | {e['tests']} | {e['seconds']:.1f} | {e['last_end']:.1f} s |" for w, e in workers.items()]
+    memory = run.get("memory") or {}
+    if memory:
+        lines += ["", "peak memory: " + ", ".join(
+            f"{w} {m['rss_mib']:.0f} MiB (child {m['children_rss_mib']:.0f} MiB)" for w, m in memory.items())]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="*", help=f"case ids (default: {', '.join(DEFAULT_CASES)})")
+    parser.add_argument("--report", type=Path, default=None, metavar="DIR",
+                        help="instead: where a run's time went, from DIR/report.json (--vgf-report DIR)")
     parser.add_argument("--repeats", type=int, default=1, help="exports of each case (default 1)")
     parser.add_argument("--warmup", default=None,
                         help="case id of the warm-up export (default: the first case)")
@@ -195,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None,
                         help="write artifacts here (default: a temporary directory)")
     args = parser.parse_args(argv)
+    if args.report is not None:
+        if not (args.report / "report.json").is_file():
+            parser.error(f"--report: no report.json in {args.report}")
+        print(report_profile(args.report, args.top if args.top != 30 else 10))
+        return 0
 
     os.environ.setdefault("PYTHONHASHSEED", "0")
     start = time.perf_counter()

@@ -299,7 +299,10 @@ def _case_id(nodeid: str) -> str | None:
 def peak_memory() -> dict[str, float]:
     """This process's resident-set high-water mark, and that of the largest of
     its child processes waited for (TOSA reference model, model-converter,
-    scenario runner, .pte runtime), in MiB."""
+    scenario runner, .pte runtime), in MiB. Linux counts in a child's mark
+    the image it replaced at exec (its parent's, for a forked child), so the
+    children's figure is an upper bound: at least this process's own at the
+    time of the fork."""
     mib = lambda usage: round(usage.ru_maxrss / 1024, 1)  # noqa: E731 - ru_maxrss is in KiB on Linux
     return {"rss_mib": mib(resource.getrusage(resource.RUSAGE_SELF)),
             "children_rss_mib": mib(resource.getrusage(resource.RUSAGE_CHILDREN))}
@@ -420,6 +423,7 @@ class CaseReport:
         self.tier_tests: Counter = Counter()
         self.start = time.perf_counter()
         self.memory: dict[str, dict] = {}  # worker id -> peak_memory()
+        self.busy: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])  # worker -> tests, seconds, last end
         every = config.getoption("--vgf-progress")
         quiet = every is None and config.get_verbosity() < 0
         self.progress = None if every == 0 or quiet else Progress(every)
@@ -493,6 +497,11 @@ class CaseReport:
             self.other_tests[report.nodeid] += report.duration
         if report.when == "teardown":
             self.tier_tests[tier] += 1
+        node = getattr(report, "node", None)
+        busy = self.busy[node.gateway.id if node is not None else "main"]
+        busy[0] += report.when == "teardown"
+        busy[1] += report.duration
+        busy[2] = time.perf_counter() - self.start
 
     def run_times(self) -> dict:
         """The report's ``run``: seconds per tier (summed over workers), the
@@ -509,6 +518,11 @@ class CaseReport:
                       for tier in sorted(set(tiers) | set(self.tier_tests))},
             "other_tests": {nodeid: round(seconds, 2) for nodeid, seconds in sorted(self.other_tests.items())},
             "wall_seconds": round(time.perf_counter() - self.start, 1),
+            # Per worker: tests run, seconds in them, and when its last test
+            # ended (seconds since the run started): workers that finish
+            # together waste no time.
+            "workers": {worker: {"tests": n, "seconds": round(seconds, 1), "last_end": round(end, 1)}
+                        for worker, (n, seconds, end) in sorted(self.busy.items())},
             # Peak resident memory per process that ran tests (xdist workers,
             # or this one) and of its largest child process.
             "memory": dict(sorted(self.memory.items())) or {"main": peak_memory()},

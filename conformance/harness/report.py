@@ -115,7 +115,8 @@ def _report(records, verdicts, run: dict | None = None) -> dict:
         # Run-specific, like each case's ``run``: ``tiers`` (tier -> tests,
         # seconds summed over workers), ``other_tests`` (node id -> seconds of
         # the tests that are not per case), ``wall_seconds``, ``memory``
-        # (worker -> peak RSS of it and of its largest child, MiB).
+        # (worker -> peak RSS of it and of its largest child, MiB), ``workers``
+        # (worker -> tests, seconds, when its last test ended).
         report["run"] = run
     return report
 
@@ -133,7 +134,9 @@ def merge_run_times(runs: list[dict]) -> dict:
             "other_tests": dict(sorted((k, v) for run in runs for k, v in run.get("other_tests", {}).items())),
             "wall_seconds": max((run.get("wall_seconds", 0.0) for run in runs), default=0.0),
             "memory": {f"shard{i + 1}-{worker}": peak for i, run in enumerate(runs)
-                       for worker, peak in run.get("memory", {}).items()}}
+                       for worker, peak in run.get("memory", {}).items()},
+            "workers": {f"shard{i + 1}-{worker}": entry for i, run in enumerate(runs)
+                        for worker, entry in run.get("workers", {}).items()}}
 
 
 def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None,
