@@ -185,11 +185,11 @@ def tool_failure_reason(tool: str, package: str, version: str | None, output: st
     what = f"{tool} ({package} {version or '?'})"
     glibc = sorted(set(re.findall(r"GLIBC_(\d+(?:\.\d+)+)' not found", output)), key=_version_key)
     if glibc:
-        return f"{what} cannot run here: it needs glibc {glibc[-1]}, this system has glibc {system_glibc() or '?'}"
+        return f"{what} cannot run here (requires glibc {glibc[-1]}; this system has glibc {system_glibc() or '?'})"
     glibcxx = sorted(set(re.findall(r"GLIBCXX_(\d+(?:\.\d+)+)' not found", output)), key=_version_key)
     if glibcxx:
-        return (f"{what} cannot run here: it needs libstdc++ GLIBCXX_{glibcxx[-1]}, this system's libstdc++ "
-                f"has GLIBCXX_{system_glibcxx() or '?'}")
+        return (f"{what} cannot run here (requires libstdc++ GLIBCXX_{glibcxx[-1]}; this system's libstdc++ "
+                f"has GLIBCXX_{system_glibcxx() or '?'})")
     last = [line.strip() for line in output.strip().splitlines() if line.strip()][-1:]
     return f"{what} cannot run here: " + _no_paths(" / ".join(last or ["no output"]))
 
@@ -328,7 +328,7 @@ def matrix_row(baseline: dict | None, report: dict, name: str) -> dict:
         new_warnings = delta.new_warnings
     vulkan = Counter((c.get("tests") or {}).get("test_vulkan", "not run") for c in cases)
     ran = vulkan["passed"] + vulkan["failed"] + vulkan["error"]
-    row["vulkan"] = ("not run" if not ran else
+    row["vulkan"] = (("not run (skipped)" if vulkan["skipped"] else "not run") if not ran else
                      f"yes ({vulkan['passed']}/{ran})" if vulkan["passed"] == ran else
                      f"**no**: {vulkan['failed'] + vulkan['error']} of {ran} differ or fail")
     ledger = report.get("workarounds") or []
@@ -366,9 +366,15 @@ def render_matrix(baseline: dict | None, reports: list[tuple[str, dict]], baseli
              "|" + "---|" * len(MATRIX_COLUMNS)]
     for row in rows:
         lines.append("| " + " | ".join(str(row[key]).replace("\n", " ") for key, _ in MATRIX_COLUMNS) + " |")
-    lines += ["", "## Scope and versions", "", "| candidate | cases run | pytest arguments | stack |", "|---|---|---|---|"]
+    base_versions = ((baseline or {}).get("candidate") or {}).get("versions") or {}
+    lines += ["", "## Scope and versions", "",
+              "| candidate | cases run | pytest arguments | stack" + (" (where it differs from the baseline)"
+                                                                  if base_versions else "") + " |", "|---|---|---|---|"]
+    if base_versions:
+        lines.insert(-2, "Baseline: " + ", ".join(f"{k} {v}" for k, v in sorted(base_versions.items()) if v) + ".\n")
     for row in rows:
-        versions = ", ".join(f"{k} {v}" for k, v in row["versions"].items() if v) or "-"
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(row["versions"].items())
+                             if v and base_versions.get(k) != v) or "-"
         lines.append(f"| {row['candidate']} | {row['cases']} | `{row['scope'] or '(all)'}` | {versions} |")
     return "\n".join(lines) + "\n"
 
