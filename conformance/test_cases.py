@@ -134,7 +134,8 @@ def test_pte(case_run, request):
         "input": [_tensor_text(n.meta["val"]) for n in graph.nodes if n.op == "placeholder" and n.name in user],
         "output": [_tensor_text(n.meta["val"]) for n in graph.output_node().args[0]],
     }
-    record_case(request, case_run, pte={"delegates": list(meta.delegates), "operators": list(meta.operators)})
+    record_case(request, case_run, pte={"delegates": list(meta.delegates), "operators": list(meta.operators),
+                                        "tosa_specs": list(meta.tosa_specs)})  # TOSA version+profile lowered for
     if declared != exported:  # through fail_check: a known layout divergence can be declared
         case_run.fail_check("pte", "program.pte's declared inputs and outputs", (
             f"program.pte declares {declared}, but the exported program (what the "

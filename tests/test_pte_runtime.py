@@ -22,6 +22,7 @@ from conformance.oracles.pte import (
 from conformance.oracles.pte import reader, runtime
 from conformance.oracles.pte.execute import output_differences
 from conformance.harness.runner import run_case
+from vgf_export.export import TOSA_SPEC
 
 #: Stays on the CPU (the VGF partitioner refuses a 1/16 nearest downscale).
 CPU_CASE = "resize-nearest-down16-int8io"
@@ -67,6 +68,10 @@ def test_meta_of_an_exported_program(exported, grid_meta):
     # The installed runtime has neither backend.
     assert set(grid_meta.unsupported_delegates) == {"VgfBackend", "GridSamplerBackend"}
     assert grid_meta.missing_operators == ()
+    # The TOSA version and profile each VGF delegate was lowered for (its
+    # compile spec; the flatbuffer has no profile field); the sampler has none.
+    assert grid_meta.tosa_specs == (TOSA_SPEC, TOSA_SPEC) == ("TOSA-1.0+INT+FP+int16",) * 2
+    assert grid_meta.compile_specs[1] == {}
     assert set(grid_meta.seconds) == {"import", "load", "meta"}
     # IO value indices point at the same tensors as the IO metas.
     assert [grid_meta.values[i] for i in grid_meta.input_values] == list(grid_meta.inputs)

@@ -141,7 +141,10 @@ SECTIONS: dict[str, Section] = {section.name: section for section in (
             lambda s: _report(s).cpu_ops, wording=unworded),  # worded with delegates
     Section("io_quant_params", "the stripped IO quantization parameters",
             lambda s: view.io_section(_report(s).io_quant_params, s.result.edge_program)),
-    Section("tosa", "each VGF delegate's TOSA operators and the attributes that matter",
+    Section("tosa", "each VGF delegate's TOSA operators and the attributes that matter, and "
+                    "the TOSA version the flatbuffer declares (a TOSA flatbuffer has no profile "
+                    "field: the profile the lowering used is the .pte delegate's compile spec "
+                    "tosa_spec, in the report's pte.tosa_specs)",
             lambda s: view.delegate_entries(s.result, VGF_BACKEND, "tosa", view.tosa_file)),
     Section("vgf", "each VGF delegate's segments: bindings, SPIR-V and constant hashes (vgf_dump)",
             lambda s: view.delegate_entries(s.result, VGF_BACKEND, "vgf", view.vgf_file)),

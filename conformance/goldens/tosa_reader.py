@@ -146,6 +146,8 @@ def summarize_tosa(
     v = g.Version()
     result: dict[str, Any] = {
         "format": "tosa-flatbuffer",
+        # The flatbuffer's Version table; TosaGraph has no profile or extension
+        # field (the profile is the delegate's compile spec, see PteMeta.tosa_specs).
         "tosa_version": f"{v._Major()}.{v._Minor()}.{v._Patch()}" + ("d" if v._Draft() else ""),
     }
     blocks = []

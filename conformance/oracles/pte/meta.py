@@ -77,6 +77,16 @@ class PteMeta:
     missing_operators: tuple[str, ...]
     #: Seconds spent in the child: import, load, meta.
     seconds: dict[str, float] = dataclasses.field(default_factory=dict, compare=False)
+    #: Each delegate's compile spec (key -> value), in delegate-table order: a
+    #: VGF delegate's ``tosa_spec`` is the TOSA version and profile it was
+    #: lowered for (the TOSA flatbuffer itself records a version, no profile).
+    compile_specs: tuple[dict[str, str], ...] = ()
+
+    @property
+    def tosa_specs(self) -> tuple[str, ...]:
+        """The ``tosa_spec`` of each delegate that has one (e.g.
+        "TOSA-1.0+INT+FP+int16"), in delegate-table order."""
+        return tuple(spec["tosa_spec"] for spec in self.compile_specs if "tosa_spec" in spec)
 
     @property
     def unsupported_delegates(self) -> tuple[str, ...]:
@@ -143,4 +153,5 @@ class PteMeta:
             registered_backends=tuple(data["registered_backends"]),
             missing_operators=tuple(data["missing_operators"]),
             seconds=dict(data.get("seconds", {})),
+            compile_specs=tuple(dict(d) for d in data.get("compile_specs", ())),
         )

@@ -1,6 +1,7 @@
 """The program flatbuffer of a ``.pte``, read straight: the parts of a
 method's execution plan the meta needs (tensor values with their dim order,
-IO value indices, the operator and delegate tables, the instruction chain).
+IO value indices, the operator and delegate tables with each delegate's
+compile spec, the instruction chain).
 
 The pybindings' ``TensorInfo`` has no dim order, hence this reader. It runs in
 the runtime child (:mod:`conformance.oracles.pte.child`) and imports the
@@ -99,6 +100,15 @@ def read_plan(buffer: bytes, method: str = "forward") -> dict[str, Any]:
 
     operators = [op_name(i) for i in range(plan.OperatorsLength())]
     delegates = [plan.Delegates(i).Id().decode() for i in range(plan.DelegatesLength())]
+    compile_specs = []  # per delegate: its compile spec (key -> value, text where it is)
+    for i in range(plan.DelegatesLength()):
+        delegate = plan.Delegates(i)
+        specs = {}
+        for k in range(delegate.CompileSpecsLength()):
+            spec = delegate.CompileSpecs(k)
+            value = bytes(spec.ValueAsNumpy()) if spec.ValueLength() else b""
+            specs[spec.Key().decode()] = value.decode(errors="replace")
+        compile_specs.append(specs)
     instructions = []
     for c in range(plan.ChainsLength()):
         chain = plan.Chains(c)
@@ -120,5 +130,6 @@ def read_plan(buffer: bytes, method: str = "forward") -> dict[str, Any]:
         "outputs": tuple(int(plan.Outputs(i)) for i in range(plan.OutputsLength())),
         "operators": operators,
         "delegates": delegates,
+        "compile_specs": compile_specs,
         "instructions": instructions,
     }
