@@ -53,6 +53,13 @@ from vgf_export.workarounds import check_disabled
 #: Need FP for grid positions and int16 for the SNORM16 grid.
 TOSA_SPEC = "TOSA-1.0+INT+FP+int16"
 
+#: How ``grid_sampler_2d`` is lowered (``export_model(grid_sampler_lowering=...)``):
+#: "project": this package's GridSamplerBackend, the VGF partitioner kept off
+#: the op (the seed's flow, the default); "upstream": ExecuTorch's own VGF
+#: lowering (TOSA CUSTOM + SPIR-V inside the VGF delegate) with its SNORM
+#: quantization config, and none of this package's grid-sampler steps.
+GRID_SAMPLER_LOWERINGS = ("project", "upstream")
+
 
 
 class ExportStageError(RuntimeError):
@@ -268,13 +275,29 @@ def export_model(
     enable_pt2e_quantization: bool = True,
     overwrite_artifacts: bool = False,
     disable_workarounds: Sequence[str] = (),
+    grid_sampler_lowering: str = "project",
 ) -> ExportResult:
     """Export ``model`` for VGF as the seed does; see the module docstring.
 
     Artifacts already present under ``artifacts_root`` are never replaced
     unless ``overwrite_artifacts=True``. ``disable_workarounds`` turns named
     workarounds of :mod:`vgf_export.workarounds` off (to show they are needed).
+
+    ``grid_sampler_lowering="upstream"`` lowers ``grid_sampler_2d`` the way
+    ExecuTorch 1.5 does by itself (see :data:`GRID_SAMPLER_LOWERINGS`): the
+    VGF partitioner claims it, the quantizer's global config is
+    ``get_vgf_snorm_quantization_config()`` (the caller's IO qspecs still
+    apply; ``grid_sampler_grid_input_qspec`` and ``quantize_grid_sample_output``
+    belong to this package's lowering and are not used), no RGB->RGBA pad,
+    no Q/DQ detagging next to the sampler, no GridSamplerBackend. It is how
+    ``python -m conformance.native`` compares the two paths.
     """
+    if grid_sampler_lowering not in GRID_SAMPLER_LOWERINGS:
+        raise ValueError(
+            f"grid_sampler_lowering must be one of {list(GRID_SAMPLER_LOWERINGS)}, "
+            f"got {grid_sampler_lowering!r}"
+        )
+    upstream_sampler = grid_sampler_lowering == "upstream"
     verbose = os.environ.get("EXPORT_EXECUTORCH_VERBOSE", "0") == "1"
     enable_vgf_debug_logging(verbose)
     patches = apply_arm_backend_monkey_patch()
@@ -321,7 +344,8 @@ def export_model(
         quantized_input_idxs = [i for i, q in enumerate(quantized_input_qspecs) if q is not None]
         quantized_output_idxs = [i for i, q in enumerate(quantized_output_qspecs) if q is not None]
 
-        pad_rgb_grid_sampler_channels_pass(captured_graph)
+        if not upstream_sampler:  # upstream pads RGB to RGBA in its own rewrite
+            pad_rgb_grid_sampler_channels_pass(captured_graph)
 
         if enable_pt2e_quantization:
             with stage("quantize"):
@@ -332,6 +356,7 @@ def export_model(
                     grid_sampler_grid_input_qspec=grid_sampler_grid_input_qspec,
                     quantize_grid_sample_output=quantize_grid_sample_output,
                     module_name_quant_configs=module_name_quant_configs,
+                    upstream_grid_sampler=upstream_sampler,
                 )
                 quantized_graph = quantizer._quantize_with_submodules(
                     captured_graph, calibration_samples=[example_inputs], is_qat=False
@@ -344,11 +369,13 @@ def export_model(
         with stage("partition"):
             vgf_partitioner = _StageTrackingPartitioner(
                 make_vgf_partitioner(
-                    compile_spec, claim_grid_sampler="grid-sampler-routing" in disabled
+                    compile_spec,
+                    claim_grid_sampler=upstream_sampler or "grid-sampler-routing" in disabled,
                 ),
                 quantized_input_idxs=quantized_input_idxs,
                 quantized_output_idxs=quantized_output_idxs,
                 detag_qdq="qdq-detag" not in disabled,
+                detag_grid_sampler_qdq=not upstream_sampler,
                 sort_tags="partition-order" not in disabled,
                 stage=stage,
             )
@@ -363,7 +390,8 @@ def export_model(
         # decompose every op the grid-sampler partitioner does not name, and VGF
         # cannot take the results (affine_grid -> linspace -> int64 ops).
         with stage("lower"):
-            edge_program = edge_program.to_backend(GridSamplerOnlyPartitioner())
+            if not upstream_sampler:
+                edge_program = edge_program.to_backend(GridSamplerOnlyPartitioner())
             if enable_pt2e_quantization:
                 io_quant_params = extract_io_quant_params(
                     edge_program,

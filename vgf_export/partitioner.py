@@ -67,6 +67,7 @@ class VgfPartitionerWrapper(Partitioner):
         quantized_output_idxs: Sequence[int] = (),
         detag_qdq: bool = True,
         sort_tags: bool = True,
+        detag_grid_sampler_qdq: bool = True,
     ) -> None:
         super().__init__()
         self.inner = inner_partitioner
@@ -74,6 +75,8 @@ class VgfPartitionerWrapper(Partitioner):
         self._quantized_output_idxs = frozenset(quantized_output_idxs)
         self._detag_qdq = detag_qdq  # off only to show the workaround is needed
         self._sort_tags = sort_tags
+        # Off for ExecuTorch's own grid-sampler lowering: its Q/DQ stay in the VGF delegate.
+        self._near_sampler = _is_grid_sampler if detag_grid_sampler_qdq else (lambda node: False)
 
     def ops_to_not_decompose(self, ep):
         return self.inner.ops_to_not_decompose(ep)
@@ -100,7 +103,7 @@ class VgfPartitionerWrapper(Partitioner):
             if is_q_op(node):
                 detag = any(
                     (inp.op == "placeholder" and inp.name in quantized_inputs)
-                    or _is_grid_sampler(inp)
+                    or self._near_sampler(inp)
                     for inp in node.all_input_nodes
                 )
             elif is_dq_op(node):
@@ -109,7 +112,7 @@ class VgfPartitionerWrapper(Partitioner):
                         user.op == "output"
                         and output_position.get(node) in self._quantized_output_idxs
                     )
-                    or _is_grid_sampler(user)
+                    or self._near_sampler(user)
                     for user in node.users
                 )
             else:

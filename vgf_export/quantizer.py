@@ -142,10 +142,28 @@ def build_quantizer(
     grid_sampler_grid_input_qspec: QuantizationSpec | None = None,
     quantize_grid_sample_output: bool = True,
     module_name_quant_configs: dict[str, object | None] | None = None,
+    upstream_grid_sampler: bool = False,
 ) -> VgfQuantizerWrapper:
     """The seed's quantizer: int8 symmetric activations and weights in
     [-127, 127] (per-channel weights), SNORM8 images at grid samplers, an
-    SNORM16 grid unless another grid qspec is given, per-module overrides."""
+    SNORM16 grid unless another grid qspec is given, per-module overrides.
+
+    ``upstream_grid_sampler``: ExecuTorch's own grid-sampler quantization
+    instead: the global config is ``get_vgf_snorm_quantization_config()``
+    (SNORM8 image and output, the grid as an int8 activation) and no
+    grid_sample qspec of this package is applied on top.
+    """
+    if upstream_grid_sampler:
+        # ExecuTorch 1.5+ only: imported here so that older versions still import this module.
+        from executorch.backends.arm.quantizer import get_vgf_snorm_quantization_config
+
+        quantizer = VgfQuantizerWrapper(compile_spec, input_qspecs=input_qspecs,
+                                        output_qspecs=output_qspecs)
+        config = get_vgf_snorm_quantization_config(is_per_channel=True)
+        quantizer.set_global(config).set_io(config)
+        for module_name, module_config in (module_name_quant_configs or {}).items():
+            quantizer.set_module_name(module_name, module_config)
+        return quantizer
     quantizer = VgfQuantizerWrapper(
         compile_spec,
         input_qspecs=input_qspecs,
