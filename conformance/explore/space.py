@@ -115,10 +115,9 @@ def grid_features() -> dict:
     sizes (``out=``), batch (``batch=``), the grids it knows, channel counts."""
     module = _grid_builder()
     accepted = inspect.signature(module.grid_case).parameters
-    # The named grids (identity, zoom, rotation, random). Input-kind grids such
-    # as "beyond" need traits the table states case by case (clipped-grid):
-    # grid_case does not imply them, so they stay out of the drawn space.
-    grids = tuple(module.GRID_NAMES)
+    # The named grids (identity, zoom, rotation, random) and the input-kind
+    # grids ("beyond": grid_case gives it the clipped-grid traits itself).
+    grids = tuple(module.GRID_NAMES) + tuple(getattr(module, "GRID_INPUT", {}))
     channels = []
     for c in (1, 2, 3, 4):
         try:

@@ -7,7 +7,9 @@ beyond [-1, 1]; one- and two-channel images.
 
 Traits this family gives its cases: ``int8-grid`` / ``int8-grid-nearest``
 (an SNORM8 grid), ``clipped-inputs``, ``clipped-grid`` /
-``clipped-grid-nearest`` (the SNORM16 grid clips coordinates beyond [-1, 1]).
+``clipped-grid-nearest`` (the SNORM16 grid clips coordinates beyond [-1, 1]:
+given by ``grid_case`` to every ``beyond`` grid with zeros or reflection
+padding and a quantized grid).
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ def grid_case(channels: int, mode: str, padding: str, ac: bool, grid: str, *,
         traits.add("int8-grid-nearest" if mode == "nearest" else "int8-grid")
     if image_kind == "image_clip":
         traits.add("clipped-inputs")
+    if grid in GRID_INPUT and padding != "border" and (options or {}).get("enable_pt2e_quantization") is not False:
+        # A grid beyond [-1, 1] is clipped by the grid's SNORM qspec (also behind a
+        # float grid input: the sampler's qspec quantizes it inside); border
+        # padding clamps to the same edge, PT2E off keeps the coordinates.
+        traits.add("clipped-grid-nearest" if mode == "nearest" else "clipped-grid")
     return Case(
         id=case_id,
         family="grid_sample",
@@ -131,10 +138,9 @@ def _dimension_cases() -> list[Case]:
     # quantizes it inside): border padding gives the same result (ac0: -1 is
     # already half a texel beyond the edge), zeros and reflection do not
     # (the ``clipped-grid`` trait). PT2E off keeps the coordinates.
-    cases += [grid_case(4, "bilinear", padding, False, "beyond", traits=traits)
-              for padding, traits in (("zeros", ("clipped-grid",)), ("border", ()),
-                                      ("reflection", ("clipped-grid",)))]
-    cases += [grid_case(3, "nearest", "reflection", True, "beyond", traits=("clipped-grid-nearest",))]
+    # (the ``clipped-grid`` traits follow from grid_case's parameters).
+    cases += [grid_case(4, "bilinear", padding, False, "beyond") for padding in ("zeros", "border", "reflection")]
+    cases += [grid_case(3, "nearest", "reflection", True, "beyond")]
     cases += [grid_case(4, "bilinear", padding, False, "beyond", options=dict(enable_pt2e_quantization=False))
               for padding in ("zeros", "reflection")]
     # One- and two-channel images.
