@@ -61,8 +61,11 @@ def _vgf_bindings(vgf: Path) -> tuple[list[dict], list[dict]]:
     dump = vgf_lib / "binaries" / "bin" / "vgf_dump"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "template.json"
-        subprocess.run([str(dump), "--input", str(vgf), "--output", str(out), "--scenario-template"],
-                       check=True, capture_output=True, timeout=60)
+        proc = subprocess.run([str(dump), "--input", str(vgf), "--output", str(out), "--scenario-template"],
+                              capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0 and "descriptor type" in proc.stdout + proc.stderr:
+            return _vgf_image_bindings(dump, vgf, Path(tmp) / "dump.json")
+        proc.check_returncode()
         template = json.loads(out.read_text())
     command = template["commands"][0]
     command = command.get("dispatch_graph") or command.get("dispatch_vgf")
@@ -76,6 +79,48 @@ def _vgf_bindings(vgf: Path) -> tuple[list[dict], list[dict]]:
         side, index = tensor["uid"].split("_")[:2]  # "input_0_ref", "output_1_ref"
         (inputs if side == "input" else outputs).append((int(index), entry))
     return [e for _, e in sorted(inputs)], [e for _, e in sorted(outputs)]
+
+
+#: Scenario sampler fields from a VGF resource's ``sampler_config`` (Vulkan enum names).
+_SAMPLER_FIELDS = {"VK_FILTER_LINEAR": "LINEAR", "VK_FILTER_NEAREST": "NEAREST",
+                   "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER": "CLAMP_BORDER",
+                   "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE": "CLAMP_EDGE",
+                   "VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT": "MIRRORED_REPEAT"}
+#: The tensor format an image IO of a VGF aliases, by image format.
+_IMAGE_TENSOR_FORMATS = {"VK_FORMAT_R8G8B8A8_SNORM": "VK_FORMAT_R8_SINT",
+                         "VK_FORMAT_R32G32B32A32_SFLOAT": "VK_FORMAT_R32_SFLOAT"}
+
+
+def _vgf_image_bindings(dump: Path, vgf: Path, out: Path) -> tuple[list[dict], list[dict]]:
+    """Inputs and outputs of a VGF with image IO (ExecuTorch's own grid-sampler
+    lowering: a sampled image in, a storage image out), which ``vgf_dump
+    --scenario-template`` refuses: from the plain dump. An image entry has
+    ``image`` (its format and scenario sampler fields); its ``format`` is that
+    of the NHWC tensor the image aliases."""
+    subprocess.run([str(dump), "--input", str(vgf), "--output", str(out)],
+                   check=True, capture_output=True, timeout=60)
+    dump_json = json.loads(out.read_text())
+    resources = dump_json["resources"]
+    sides = []
+    for side in ("inputs", "outputs"):
+        entries = []
+        for io in dump_json["model_sequence"][side]:
+            resource = resources[io["mrt_index"]]
+            entry = {"dims": resource["shape"], "format": resource["vk_format"], "binding": (0, io["binding"])}
+            if "IMAGE" in resource["vk_descriptor_type"]:
+                fmt = resource["vk_format"]
+                if fmt not in _IMAGE_TENSOR_FORMATS:
+                    raise ValueError(f"{vgf.name}: no tensor format to alias a {fmt} image with")
+                config = resource.get("sampler_config") or {}
+                sampler = {"min_filter": _SAMPLER_FIELDS[config["min_filter"]],
+                           "mag_filter": _SAMPLER_FIELDS[config["mag_filter"]], "mip_filter": "NEAREST",
+                           "border_address_mode": _SAMPLER_FIELDS[config["address_mode_u"]],
+                           "border_color": config["border_color"].removeprefix("VK_BORDER_COLOR_")
+                           } if config else None
+                entry.update(format=_IMAGE_TENSOR_FORMATS[fmt], image={"format": fmt, "sampler": sampler})
+            entries.append(entry)
+        sides.append(entries)
+    return sides[0], sides[1]
 
 
 class ScenarioBuilder:
@@ -203,7 +248,12 @@ class ScenarioBuilder:
                     f"delegate {call.index}: {node.name} is {self.tensors[uid]['dims']}, "
                     f"the VGF binds {spec['dims']}"
                 )
-            self.bound_to_vgf.add(uid)
+            if "image" in spec:  # an image IO aliases the value's NHWC tensor
+                access = "readonly" if spec["image"]["sampler"] else "writeonly"
+                uid, = self._image(uid, access, spec["image"]["format"], spec["image"]["sampler"],
+                                   components=spec["dims"][-1])
+            else:
+                self.bound_to_vgf.add(uid)
             bindings.append({"set": spec["binding"][0], "id": spec["binding"][1], "resource_ref": uid})
         self.produced.update(f"v_{node.name}" for node, _ in call.outputs)
         self.commands.append({vulkan_stack().graph_command: {"graph_ref": graph_uid, "bindings": bindings}})
