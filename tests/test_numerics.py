@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
 from conformance.cases.models import GridSample, Resize
-from conformance.oracles.compare import compare
+from conformance.oracles.compare import Bound, compare
 from conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
 from conformance.cases import FAMILIES
 from conformance.oracles.tosa_reference import run_tosa_in_child_ex
@@ -143,3 +143,18 @@ def test_lowered_program_reports_a_rejected_delegate(resize_export):
     program = LoweredProgram(result.edge_program, {0: illegal})
     with pytest.raises(LoweredRunError, match=r"delegate 0 \(VgfBackend\).*RESIZE"):
         program.run_program(*quantize_inputs(x, result.edge_program, result.io_quant_params))
+
+
+def test_the_bias_bound_is_meaningful_on_tiny_outputs():
+    """One element's bias is its error (max_lsb bounds it); over many elements
+    a shift within max_lsb but systematic still fails."""
+    bound = Bound(1.0, bias_lsb=0.5)
+    one = torch.tensor([0.5]) * UNIT
+    assert bound.problems(compare(one, one + 0.86 * UNIT, UNIT)) == []  # 1 element: held to max_lsb
+    assert bound.problems(compare(one, one + 1.5 * UNIT, UNIT))  # ... which still fails beyond it
+    four = torch.zeros(4)
+    assert bound.problems(compare(four, four + 0.7 * UNIT, UNIT)) == []  # 0.5 + 0.5/2
+    message = " ".join(bound.problems(compare(four, four + 0.8 * UNIT, UNIT)))
+    assert "bias +0.800 LSB beyond +-0.75 LSB (4 elements)" in message
+    many = torch.zeros(1, 4, 8, 8)
+    assert bound.problems(compare(many, many + 0.6 * UNIT, UNIT))  # 256 elements: +-0.531

@@ -121,6 +121,19 @@ class Bound:
             bias_lsb=None if self.bias_lsb is None else self.bias_lsb * factor,
             outlier_max_lsb=None if self.outlier_max_lsb is None else self.outlier_max_lsb * factor)
 
+    def bias_allowed(self, elements: int | None) -> float:
+        """The bias bound on ``elements`` elements. The bias is the mean of the
+        signed errors: on one element it is that element's error, which
+        ``max_lsb`` already bounds, and a systematic shift can be told from
+        per-element rounding only over many elements (the mean of n errors
+        within +-max_lsb spreads as 1/sqrt(n)). So the bound starts at
+        ``max_lsb`` for one element and tightens towards ``bias_lsb``:
+        ``bias_lsb + (max_lsb - bias_lsb) / sqrt(n)`` (256 elements: +1/16 of
+        the gap). ``None`` (not known): ``bias_lsb``."""
+        if not elements or self.max_lsb <= self.bias_lsb:
+            return self.bias_lsb
+        return self.bias_lsb + (self.max_lsb - self.bias_lsb) / math.sqrt(elements)
+
     def problems(self, comparison) -> list[str]:
         problems = []
         over = comparison.fraction_over(self.max_lsb + EPSILON)
@@ -131,6 +144,10 @@ class Bound:
         if self.outliers and comparison.max_lsb > self.outlier_max_lsb + EPSILON:
             problems.append(f"max error {comparison.max_lsb:.3f} LSB > the outlier cap "
                             f"{self.outlier_max_lsb:g} LSB")
-        if self.bias_lsb is not None and abs(comparison.bias_lsb) > self.bias_lsb + EPSILON:
-            problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{self.bias_lsb:g} LSB")
+        if self.bias_lsb is not None:
+            elements = comparison.errors.numel() if comparison.errors is not None else None
+            allowed = self.bias_allowed(elements)
+            if abs(comparison.bias_lsb) > allowed + EPSILON:
+                problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{allowed:.3g} LSB"
+                                + (f" ({elements} elements)" if allowed > self.bias_lsb else ""))
         return problems
