@@ -90,7 +90,11 @@ def test_a_binary_that_needs_a_newer_glibc_is_said_without_paths(monkeypatch):
     reason = compat.tool_failure_reason("the Vulkan layers", "ai-ml-emulation-layer-for-vulkan", "0.10.0",
                                         "OSError: /lib/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
                                         "(required by /root/.cache/e/libVkLayer_Graph.so)")
-    assert reason.endswith("(requires libstdc++ GLIBCXX_3.4.32; this system's libstdc++ has GLIBCXX_3.4.30)")
+    assert reason.endswith("(requires libstdc++ GLIBCXX_3.4.32; this system has libstdc++ up to GLIBCXX_3.4.30)")
+    both = compat.tool_failure_reason("model-converter", "ai-ml-sdk-model-converter", "0.10.0",
+                                      GLIBC_OUTPUT + "\nversion `GLIBCXX_3.4.32' not found (required by x)")
+    assert both.endswith("(requires glibc 2.38 and libstdc++ GLIBCXX_3.4.32; this system has glibc 2.36 "
+                         "and libstdc++ up to GLIBCXX_3.4.30)")
     reason = compat.tool_failure_reason("vgf_dump", "ai-ml-sdk-vgf-library", "0.9", "boom at /root/.cache/a/b/vgf_dump")
     assert reason == "vgf_dump (ai-ml-sdk-vgf-library 0.9) cannot run here: boom at vgf_dump"
 

@@ -183,13 +183,17 @@ def tool_failure_reason(tool: str, package: str, version: str | None, output: st
     """Why a native tool (or library) does not start, in one sentence: a
     missing glibc or libstdc++ symbol version is named with the system's."""
     what = f"{tool} ({package} {version or '?'})"
+    needs, has = [], []
     glibc = sorted(set(re.findall(r"GLIBC_(\d+(?:\.\d+)+)' not found", output)), key=_version_key)
     if glibc:
-        return f"{what} cannot run here (requires glibc {glibc[-1]}; this system has glibc {system_glibc() or '?'})"
+        needs.append(f"glibc {glibc[-1]}")
+        has.append(f"glibc {system_glibc() or '?'}")
     glibcxx = sorted(set(re.findall(r"GLIBCXX_(\d+(?:\.\d+)+)' not found", output)), key=_version_key)
     if glibcxx:
-        return (f"{what} cannot run here (requires libstdc++ GLIBCXX_{glibcxx[-1]}; this system's libstdc++ "
-                f"has GLIBCXX_{system_glibcxx() or '?'})")
+        needs.append(f"libstdc++ GLIBCXX_{glibcxx[-1]}")
+        has.append(f"libstdc++ up to GLIBCXX_{system_glibcxx() or '?'}")
+    if needs:
+        return f"{what} cannot run here (requires {' and '.join(needs)}; this system has {' and '.join(has)})"
     last = [line.strip() for line in output.strip().splitlines() if line.strip()][-1:]
     return f"{what} cannot run here: " + _no_paths(" / ".join(last or ["no output"]))
 
