@@ -9,6 +9,7 @@ as unnecessary on this version.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -51,7 +52,11 @@ def _outcome(case_id: str, root: Path, disabled: tuple[str, ...]) -> str:
             f"pte layout mismatches {layouts['output_layout_mismatches']}, tosa {tosa}")
 
 
-@pytest.mark.parametrize("name", sorted(n for n in WORKAROUNDS if n != "partition-order"))
+#: Workarounds with a test of their own below.
+_OWN_TEST = ("partition-order", "grid-sampler-routing")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in WORKAROUNDS if n not in _OWN_TEST))
 def test_workaround_still_needed(name, tmp_path, request):
     workaround = WORKAROUNDS[name]
     evidence = []
@@ -65,6 +70,33 @@ def test_workaround_still_needed(name, tmp_path, request):
         f"workaround {name!r} is no longer needed on executorch {installed_executorch_version()}: "
         f"its probes {list(workaround.probes)} export the same without it. "
         f"Consider removing it ({workaround.upstream})."
+    )
+
+
+def test_grid_sampler_routing_still_needed(tmp_path, request):
+    """Does ExecuTorch's own grid-sampler lowering still fail, or do worse, on
+    the ledger's probes? (``python -m conformance.native``: each probe exported
+    the upstream way in a worker child, run on Vulkan, compared with the
+    project's path on the same references.)"""
+    from conformance.native.__main__ import main
+    from conformance.native.report import routing_evidence
+
+    workaround = WORKAROUNDS["grid-sampler-routing"]
+    out = tmp_path / "native"
+    assert main(["--cases", *workaround.probes, "--out", str(out), "--glslc", "with"]) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    shown = set(routing_evidence(rows))
+    evidence = [f"{r['case']}: upstream path {r['outcome']}"
+                + (f" at {r['stage']}: {r['error']}" if r.get("error") else "")
+                + (f", {r['upstream_vs_float']} LSB vs float (project {r['project_vs_float']})"
+                   if r["upstream_vs_float"] is not None else "")
+                for r in rows if r["case"] in shown]
+    record_workaround(request, "grid-sampler-routing", bool(evidence), evidence, workaround.upstream)
+    assert evidence, (
+        f"workaround 'grid-sampler-routing' may no longer be needed on executorch "
+        f"{installed_executorch_version()}: ExecuTorch's own lowering runs {list(workaround.probes)} "
+        f"on Vulkan repeatably and no worse than the project's path; run python -m conformance.native "
+        f"over every grid_sample case before removing it ({workaround.upstream})."
     )
 
 

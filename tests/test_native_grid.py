@@ -177,3 +177,36 @@ def test_fault_a_second_run_that_differs_is_unstable(exports, monkeypatch):
     run, row = _run(exports, "differs", monkeypatch, _second_differs)
     assert run["runs"] and not run["stable"]
     assert row["outcome"] == "unstable" and row["verdict"] == "n/a"
+
+
+# ---------------------------------------------------------------------------
+# The ledger check of grid-sampler-routing (conformance/test_workarounds.py)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("upstream_is_fine", [False, True])
+def test_routing_check_fails_when_the_upstream_path_catches_up(upstream_is_fine, monkeypatch, tmp_path):
+    """The check passes while a probe's upstream path is worse, and fails
+    (the workaround may go) once every probe runs repeatably and no worse."""
+    import json
+    import types
+
+    from conformance import test_workarounds
+    from conformance.native import __main__ as cli
+
+    def fake_main(argv):
+        out = __import__("pathlib").Path(argv[argv.index("--out") + 1])
+        cases = argv[argv.index("--cases") + 1:argv.index("--out")]
+        rows = [classify(dict(_record(max_lsb={"vs_float": 1.0 if upstream_is_fine else 6.0}), case=c))
+                for c in cases]
+        out.mkdir(parents=True)
+        (out / "results.json").write_text(json.dumps({"rows": rows}))
+        return 0
+
+    monkeypatch.setattr(cli, "main", fake_main)
+    request = types.SimpleNamespace(node=types.SimpleNamespace(user_properties=[]))
+    if upstream_is_fine:
+        with pytest.raises(AssertionError, match="may no longer be needed"):
+            test_workarounds.test_grid_sampler_routing_still_needed(tmp_path, request)
+    else:
+        test_workarounds.test_grid_sampler_routing_still_needed(tmp_path, request)
+    (_, verdict), = request.node.user_properties
+    assert verdict["needed"] is not upstream_is_fine

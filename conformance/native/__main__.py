@@ -40,6 +40,21 @@ def _select(patterns: list[str] | None) -> list[str]:
     return chosen
 
 
+def _render_again(results_dir: Path, doc: Path | None) -> int:
+    import json
+
+    from conformance.native import report
+
+    path = results_dir / "results.json"
+    if not path.exists():
+        raise SystemExit(f"--from-results: {path} does not exist")
+    data = json.loads(path.read_text())
+    rows = report.write(results_dir, data["records"], data["meta"])
+    if doc is not None:
+        doc.write_text(report.render_markdown(rows, data["meta"], full_table=False))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.native", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", metavar="ID_OR_GLOB",
@@ -54,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=CASE_TIMEOUT, help="seconds per case")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing results directory")
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    parser.add_argument("--from-results", type=Path, metavar="DIR",
+                        help="render results.md (and --doc) again from DIR/results.json; run nothing")
     args = parser.parse_args(argv)
+    if args.from_results is not None:
+        return _render_again(args.from_results, args.doc)
     if args.timeout <= 0:
         parser.error(f"--timeout must be positive, got {args.timeout:g}")
     cases = _select(args.cases)
@@ -75,28 +94,32 @@ def main(argv: list[str] | None = None) -> int:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     child = DrawChild(args.out / "worker.log", env=env, cwd=repo,
                       command=(sys.executable, "-m", "conformance.native.worker"))
-    records = []
+    shown = ["python", "-m", "conformance.native"] + (["--cases", *args.cases] if args.cases else []) + (
+        ["--glslc", args.glslc] if args.glslc != "both" else []) + (
+        ["--project", args.project] if args.project != "golden" else [])
+    meta = {"command": shlex.join(shown), "executorch": installed_executorch_version(), "seconds": 0.0,
+            "glslc": args.glslc, "project": args.project, "same_band_lsb": report.SAME_BAND_LSB,
+            "complete": False}
+    records: list[dict] = []
     started = time.monotonic()
     try:
         child.launch()
         for i, case in enumerate(cases, 1):
             record = child.run({"case": case, "workdir": str(work), "glslc": args.glslc,
-                               "project": args.project}, args.timeout)
+                                "project": args.project}, args.timeout)
             record.setdefault("case", case)
             records.append(record)
             row = report.classify(record)
             print(f"[{i}/{len(cases)}] {case}: {row['outcome']}, numerics {row['verdict']}, glslc {row['glslc']}",
                   flush=True)
+            # After every case: an interrupted run keeps what it measured.
+            meta["seconds"] = round(time.monotonic() - started, 1)
+            meta["complete"] = i == len(cases)
+            rows = report.write(args.out, records, meta)
     finally:
         child.close()
     seconds = time.monotonic() - started
-    shown = ["python -m conformance.native"] + (["--cases", *args.cases] if args.cases else []) + (
-        ["--glslc", args.glslc] if args.glslc != "both" else []) + (
-        ["--project", args.project] if args.project != "golden" else [])
-    meta = {"command": shlex.join(shown), "executorch": installed_executorch_version(),
-            "seconds": round(seconds, 1), "glslc": args.glslc, "project": args.project, "same_band_lsb": report.SAME_BAND_LSB}
-    rows = report.write(args.out, records, meta)
-    if args.doc is not None:
+    if args.doc is not None and records:
         args.doc.parent.mkdir(parents=True, exist_ok=True)
         args.doc.write_text(report.render_markdown(rows, meta, full_table=False))
     summary = report.summarize(rows)
