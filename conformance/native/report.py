@@ -212,16 +212,21 @@ def render_markdown(rows: list[dict], meta: dict, *, full_table: bool) -> str:
         f"({s['cases']} cases, {meta['seconds']:.0f} s wall with one worker child"
         f"{'' if meta.get('complete', True) else '; INTERRUPTED: a partial run'}). Do not edit by hand.",
         "",
-        "Each case is exported twice more than the suite does: the project's path (GridSamplerBackend, "
-        "the `grid-sampler-routing` workaround) and ExecuTorch's own lowering "
+        "Each case is exported with ExecuTorch's own grid-sampler lowering "
         "(`export_model(..., grid_sampler_lowering=\"upstream\")`: the VGF partitioner claims "
-        "`grid_sampler_2d`, TOSA CUSTOM with a SPIR-V shader, `get_vgf_snorm_quantization_config`), "
-        "with `glslc` on PATH and without. The upstream program runs with its VGF delegates on the "
+        "`grid_sampler_2d`, TOSA CUSTOM with a SPIR-V shader, `get_vgf_snorm_quantization_config`; "
+        "no GridSamplerBackend, no `grid-sampler-routing`), with `glslc` on PATH and, where that "
+        "export called it, again without; and set next to the project's path. "
+        "The upstream program runs with its VGF delegates on the "
         "Vulkan tier (scenario runner + ML emulation layer on llvmpipe; the TOSA reference model "
         "cannot run a CUSTOM operator), each scenario twice from two directories; the project's "
         "program on the TOSA reference model and the grid-sampler reference (bit-exact with its "
-        "Vulkan run, `test_vulkan`). Errors: max LSB of the output against the float model on the "
-        f"raw inputs; \"same\" is within {SAME_BAND_LSB:g} LSB of the project's.",
+        "Vulkan run, `test_vulkan`)"
+        + (", its numbers as each case's golden records them (the suite checks every run against them)"
+           if meta.get("project") == "golden" else ", exported and measured in the same run")
+        + ". Errors: max LSB of the output against the float model on the raw inputs (the same "
+        f"reference for both); \"same\" is within {SAME_BAND_LSB:g} LSB of the project's. The upstream "
+        "program is also compared with its own PT2E fake-quantized program.",
         "",
         "## Summary",
         "",

@@ -305,7 +305,6 @@ class ScenarioBuilder:
         constants = [
             {"id": 0, "value": int(payload.align_corners)},
             {"id": 1, "value": {"zeros": 0, "border": 1, "reflection": 2}[payload.padding_mode]},
-            {"id": 2, "value": 0 if linear else 1},
             {"id": 3, "value": 1.0},
             {"id": 4, "value": 127.0},
         ]
