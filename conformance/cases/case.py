@@ -1,12 +1,15 @@
-"""What a case is: :class:`Case`, its seeded inputs, its expected failure.
+"""What a case is: :class:`Case`, its inputs, its expected failure.
 
-A :class:`Case` names a model factory, seeded example inputs
-(:class:`InputSpec`), IO qspecs by name (:data:`QSPECS`), ``export_model``
-options, the expected outcome (:class:`Expectation`: which stage is known to
-fail, and how), tolerance traits and its expected delegation. Ids are
-readable and stable, e.g. ``resize-bilinear-ac0-down16-int8io`` (lowercase
-letters, digits, ``-``, ``_``, ``.``; :data:`ID_PATTERN`); they name the
-golden files, and the inputs are seeded from them.
+A :class:`Case` names a model factory, example inputs (:class:`InputSpec`:
+seeded generators, or sample tensors from ``.npy``/``.pt`` files), IO qspecs
+by name (:data:`QSPECS`), ``export_model`` options (:data:`EXPORT_OPTIONS`),
+the expected outcome (:class:`Expectation`: which stage is known to fail, and
+how), tolerance traits and its expected delegation. Ids are readable and
+stable, e.g. ``resize-bilinear-ac0-down16-int8io`` (lowercase letters,
+digits, ``-``, ``_``, ``.``; :data:`ID_PATTERN`); they name the golden files,
+and the generated inputs are seeded from them. ``docs/case-api.md`` is the
+user's guide to this API (the same ``Case`` for built-in families and a
+team's case file).
 
 Cases are declared by op families (:mod:`conformance.cases.families`); the
 tolerance of each output is resolved from the family's default and the
@@ -16,12 +19,16 @@ case's traits (:mod:`conformance.cases.tolerances`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+import pickle
 import re
 import zlib
 from fractions import Fraction
+from pathlib import Path, PurePath
 from typing import Callable
 
+import numpy
 import torch
 from torch import nn
 
@@ -41,10 +48,37 @@ def _a16w8():
     return get_symmetric_a16w8_quantization_config(epsilon=2.0 ** -16)
 
 
-#: Whole-model quantization configs a case can name (``options["quant_config"]``),
-#: and the precision its activations compute at. Without one the model is int8
-#: inside (the reference export script's config).
+#: Quantization configs a case can name (``options["quant_config"]`` for the
+#: whole model, or values of ``options["module_name_quant_configs"]``), and the
+#: precision its activations compute at. Without one the model is int8 inside
+#: (the reference export script's config).
 QUANT_CONFIGS = {"a16w8": (_a16w8, "int16")}
+
+#: ``export_model`` options a case may set in ``Case.options`` (by name, so
+#: that the golden states them), and what each takes. Every keyword of
+#: :func:`vgf_export.export_model` (the reference export script's, and its
+#: own) is here or set elsewhere: the IO qspecs by ``Case.input_qspecs`` and
+#: ``Case.output_qspecs``, the artifact directories by the harness.
+EXPORT_OPTIONS = {
+    "quant_config": "a QUANT_CONFIGS name: that config for the whole model "
+                    "(module_name_quant_configs={'': config})",
+    "module_name_quant_configs": "{submodule name ('' = the whole model): a QUANT_CONFIGS name, or None "
+                                 "to leave that submodule unquantized}",
+    "grid_sampler_grid_input_qspec": "a QSPECS name: the qspec of every grid_sample grid (default int16, SNORM16)",
+    "quantize_grid_sample_output": "bool: quantize grid_sample outputs as SNORM8 (default True)",
+    "enable_pt2e_quantization": "bool: False exports the float model (default True)",
+    "disable_workarounds": "names of vgf_export workarounds to turn off (vgf_export/workarounds.toml)",
+    "grid_sampler_lowering": "how grid_sample is lowered (vgf_export.export.GRID_SAMPLER_LOWERINGS): "
+                             "'project' (default, the reference script's GridSamplerBackend) or 'upstream'",
+}
+#: ``export_model`` keywords a case does not set in ``options``, and who does.
+EXPORT_KEYWORDS_SET_ELSEWHERE = {
+    "quantized_input_qspecs": "Case.input_qspecs",
+    "quantized_output_qspecs": "Case.output_qspecs",
+    "artifacts_root": "the harness (--vgf-artifacts)",
+    "intermediate_artifacts_root": "the harness (under artifacts_root)",
+    "overwrite_artifacts": "the harness (never)",
+}
 
 #: The stages of a case, in order: the export flow's, then "run" (the
 #: lowered program executed by the oracles).
@@ -97,9 +131,16 @@ class Expectation:
         return self.stage != "run" or test_name not in EXPORT_ONLY_TESTS
 
 
+#: Suffixes of sample-input files: how each is read, without executing code.
+SAMPLE_LOADERS = {".npy": "numpy.load(path, allow_pickle=False)",
+                  ".pt": "torch.load(path, weights_only=True)"}
+#: dtypes a sample-input file may declare (``InputSpec.dtype``).
+SAMPLE_DTYPES = ("float32", "float16", "float64", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
+
+
 @dataclasses.dataclass(frozen=True)
 class InputSpec:
-    """One seeded example input.
+    """One example input: generated from the case's seed, or read from a file.
 
     kind: "image" (uniform noise in [-1, 1]), "smooth" (a smooth random
     image in [-1, 1]: 5x5 random control points upsampled, so that resizes which sample
@@ -107,23 +148,179 @@ class InputSpec:
     downscales, stay comparable to float), "image_clip" (uniform in
     [-1.25, 1.25]: beyond the SNORM range, so the int8 boundary clips),
     "grid:<name>" (a sampling grid, see :data:`GRIDS`), "flow" (a small flow
-    field in [-0.25, 0.25]).
+    field in [-0.25, 0.25]), or "file": a sample tensor of the team's
+    (:meth:`InputSpec.file`).
+
+    A "file" input names ``path``, a ``.npy`` or ``.pt`` file holding one
+    tensor of exactly ``shape`` and ``dtype``; a relative path is relative to
+    the directory of the case file that declares it (``--vgf-cases``). Files
+    are read without executing code (:data:`SAMPLE_LOADERS`): a pickled
+    object array, or a ``.pt`` holding anything but a tensor, is refused.
     """
 
     kind: str
     shape: tuple[int, ...]
+    #: kind "file": the sample's path (``.npy`` or ``.pt``), as declared.
+    path: str | None = None
+    #: kind "file": the dtype the file holds (:data:`SAMPLE_DTYPES`).
+    dtype: str = "float32"
+    #: The directory a relative ``path`` resolves against: the case file's
+    #: (set by ``Family.build`` from ``Family.root``).
+    root: Path | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def file(cls, path: str | PurePath, shape: tuple[int, ...], dtype: str = "float32") -> "InputSpec":
+        """A sample tensor from ``path`` (``.npy``/``.pt``), of ``shape`` and ``dtype``."""
+        return cls("file", tuple(shape), path=str(path), dtype=dtype)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.shape, tuple) or not all(isinstance(d, int) and d > 0 for d in self.shape):
+            raise ValueError(f"InputSpec.shape must be a tuple of positive ints, got {self.shape!r}")
+        if self.kind != "file":
+            if self.path is not None:
+                raise ValueError(f"InputSpec.path is for kind 'file' only, got kind {self.kind!r} "
+                                 f"with path {self.path!r}")
+            if not (self.kind in _INPUT_KINDS or self.kind.startswith("grid:")):
+                raise ValueError(f"InputSpec.kind must be one of {sorted(_INPUT_KINDS)}, 'file' or "
+                                 f"'grid:<{'|'.join(GRIDS)}>', got {self.kind!r}")
+            return
+        if not self.path:
+            raise ValueError("InputSpec.path: an input of kind 'file' needs the path of a .npy or .pt file")
+        suffix = PurePath(self.path).suffix.lower()
+        if suffix not in SAMPLE_LOADERS:
+            raise ValueError(f"InputSpec.path must name a {' or '.join(SAMPLE_LOADERS)} file, "
+                             f"got {self.path!r}")
+        if self.dtype not in SAMPLE_DTYPES:
+            raise ValueError(f"InputSpec.dtype must be one of {SAMPLE_DTYPES}, got {self.dtype!r}")
+
+    @property
+    def resolved_path(self) -> Path:
+        """The file of a "file" input: ``path``, relative to ``root``."""
+        path = Path(self.path)
+        if path.is_absolute():
+            return path
+        if self.root is None:
+            raise ValueError(f"InputSpec.path {self.path!r} is relative, but its case was not loaded "
+                             "from a case file (relative paths resolve against the case file's "
+                             "directory); give an absolute path or declare it in a --vgf-cases file")
+        return self.root / path
 
     def make(self, gen: torch.Generator) -> torch.Tensor:
+        if self.kind == "file":
+            return self.load()
         if self.kind.startswith("grid:"):
             return _grid(self.kind.split(":", 1)[1], self.shape, gen)
-        if self.kind not in _INPUT_KINDS:
-            raise ValueError(f"InputSpec.kind must be one of {sorted(_INPUT_KINDS)} or "
-                             f"'grid:<{'|'.join(GRIDS)}>', got {self.kind!r}")
         return _INPUT_KINDS[self.kind](self.shape, gen)
+
+    def load(self) -> torch.Tensor:
+        """The tensor of a "file" input, checked against the declared shape and dtype."""
+        path = self.resolved_path
+        if not path.is_file():
+            where = "" if Path(self.path).is_absolute() else " (relative to its case file's directory)"
+            raise ValueError(f"InputSpec.path {self.path!r}: no such file{where}")
+        tensor = _load_npy(self.path, path) if path.suffix.lower() == ".npy" else _load_pt(self.path, path)
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        if dtype != self.dtype:
+            raise ValueError(f"InputSpec.dtype: the case declares {self.dtype}, but {self.path!r} holds "
+                             f"{dtype} (convert the file, or declare dtype={dtype!r})")
+        if tuple(tensor.shape) != self.shape:
+            raise ValueError(f"InputSpec.shape: the case declares {self.shape}, but {self.path!r} holds "
+                             f"a tensor of shape {tuple(tensor.shape)}")
+        return tensor
+
+    def describe(self) -> dict:
+        """What the golden says of this input (no machine paths: a file is
+        named as declared when relative, by its name otherwise, with the hash
+        of its data, so a changed sample shows in review)."""
+        described = {"kind": self.kind, "shape": list(self.shape)}
+        if self.kind == "file":
+            declared = PurePath(self.path)
+            data = self.load().contiguous()
+            described.update(
+                file=declared.as_posix() if not declared.is_absolute() else declared.name,
+                dtype=self.dtype,
+                sha256_16=hashlib.sha256(data.flatten().view(torch.uint8).numpy().tobytes()).hexdigest()[:16])
+        return described
+
+
+def _load_npy(declared: str, path: Path) -> torch.Tensor:
+    try:
+        array = numpy.load(path, allow_pickle=False)
+    except ValueError as error:
+        if "allow_pickle" in str(error):
+            raise ValueError(
+                f"InputSpec.path {declared!r} holds a pickled object array; sample inputs are read "
+                f"without executing code ({SAMPLE_LOADERS['.npy']}): save a numeric array, e.g. "
+                "numpy.save(path, array.astype(numpy.float32))") from None
+        raise ValueError(f"InputSpec.path {declared!r} is not a readable .npy file: {error}") from None
+    except (OSError, EOFError) as error:
+        raise ValueError(f"InputSpec.path {declared!r} is not a readable .npy file: {error}") from None
+    if not isinstance(array, numpy.ndarray):  # an .npz archive under a .npy name
+        raise ValueError(f"InputSpec.path {declared!r} holds a {type(array).__name__}, expected one array "
+                         "(numpy.save(path, array))")
+    if array.dtype.names is not None:
+        raise ValueError(f"InputSpec.path {declared!r} holds a structured array {array.dtype}, "
+                         "expected a numeric one")
+    # torch.from_numpy needs native byte order and a writable, contiguous array.
+    return torch.from_numpy(numpy.array(array, dtype=array.dtype.newbyteorder("="), order="C"))
+
+
+def _load_pt(declared: str, path: Path) -> torch.Tensor:
+    try:
+        value = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        why = next((line.strip() for line in str(error).splitlines() if "Unsupported global" in line), None)
+        if why is None:  # not a pickle of torch.save's (torch tried the legacy format)
+            raise ValueError(f"InputSpec.path {declared!r} is not a readable .pt file "
+                             "(torch.save(tensor, path) writes one)") from None
+        raise ValueError(
+            f"InputSpec.path {declared!r} holds objects other than tensors, which are not read "
+            f"(sample inputs are read without executing code: {SAMPLE_LOADERS['.pt']}; {why}); "
+            "save the tensor alone: torch.save(tensor, path)") from None
+    except (RuntimeError, OSError, EOFError) as error:
+        raise ValueError(f"InputSpec.path {declared!r} is not a readable .pt file: "
+                         f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+    if not isinstance(value, torch.Tensor):
+        what = f"a {type(value).__name__}" + (f" with keys {sorted(map(str, value))[:5]}"
+                                                if isinstance(value, dict) else "")
+        raise ValueError(f"InputSpec.path {declared!r} holds {what}, expected one tensor "
+                         "(torch.save(tensor, path))")
+    return value.detach().contiguous().clone()
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
+    """One model exported and checked through every tier: the case API.
+
+    The same class for the built-in families and a team's case file
+    (``--vgf-cases``; ``docs/case-api.md`` is the guide). Fields:
+
+    * ``id``: readable and stable (:data:`ID_PATTERN`); names the golden
+      ``<id>.json`` and seeds the generated inputs.
+    * ``family``: the name of its :class:`~conformance.cases.family.Family`
+      (which gives the default tolerance, the quick tier, known failures).
+    * ``model``: a factory, called with no arguments, returning the
+      ``nn.Module``; called more than once per run (export, oracles), so it
+      must return the same model each time (seed its weights, or load them).
+      Its ``repr`` goes into the golden (``extra_repr`` states parameters).
+    * ``inputs``: one :class:`InputSpec` per model input: a seeded generator,
+      or a sample tensor from a ``.npy``/``.pt`` file (:meth:`InputSpec.file`).
+    * ``input_qspecs``, ``output_qspecs``: IO qspecs by name (:data:`QSPECS`:
+      "int8" = SNORM8, "int16" = SNORM16, "float" = left float), one per
+      input and output (``quantized_input_qspecs`` and
+      ``quantized_output_qspecs`` of ``export_model``).
+    * ``options``: the other ``export_model`` options, by name
+      (:data:`EXPORT_OPTIONS`: whole-model or per-submodule quant configs,
+      the grid qspec, float grid_sample outputs, PT2E off, workarounds off);
+      unknown keys are refused.
+    * ``expect``: a known failure (:class:`Expectation`), a strict xfail.
+    * ``traits``: named properties that loosen its family's tolerance
+      (:data:`conformance.cases.tolerances.TRAITS`, each with its reason).
+    * ``stays_on_cpu`` / ``cpu_ops`` + ``cpu_ops_reason``: the expected
+      delegation (default: fully delegated, nothing but Q/DQ on the CPU).
+    * ``quick``: set from its family's quick set (the pull-request tier).
+    """
+
     id: str
     family: str  # the name of its op family (conformance.cases.families)
     model: Callable[[], nn.Module]
@@ -152,29 +349,77 @@ class Case:
         if len(self.input_qspecs) != len(self.inputs):
             raise ValueError(f"{self.id}: one input qspec per input, got {len(self.input_qspecs)} "
                              f"for {len(self.inputs)} inputs")
-        if self.options.get("quant_config", "a16w8") not in QUANT_CONFIGS:
-            raise ValueError(f"{self.id}: options['quant_config'] must be one of {sorted(QUANT_CONFIGS)}, "
-                             f"got {self.options['quant_config']!r}")
         unknown = set(self.input_qspecs + self.output_qspecs) - set(QSPECS)
         if unknown:
             raise ValueError(f"{self.id}: qspecs must be among {sorted(QSPECS)}, got {sorted(unknown)}")
+        self._check_options()
+
+    def _check_options(self) -> None:
+        options = self.options
+        unknown = sorted(set(options) - set(EXPORT_OPTIONS))
+        if unknown:
+            elsewhere = [f"{k} (set by {EXPORT_KEYWORDS_SET_ELSEWHERE[k]})" for k in unknown
+                         if k in EXPORT_KEYWORDS_SET_ELSEWHERE]
+            raise ValueError(f"{self.id}: options {unknown} are not export_model options a case sets; "
+                             f"known: {sorted(EXPORT_OPTIONS)}" + (f"; {', '.join(elsewhere)}" if elsewhere else ""))
+        if options.get("quant_config", "a16w8") not in QUANT_CONFIGS:
+            raise ValueError(f"{self.id}: options['quant_config'] must be one of {sorted(QUANT_CONFIGS)}, "
+                             f"got {options['quant_config']!r}")
+        modules = options.get("module_name_quant_configs", {})
+        if not isinstance(modules, dict) or not all(isinstance(k, str) for k in modules):
+            raise ValueError(f"{self.id}: options['module_name_quant_configs'] must be a dict "
+                             f"{{submodule name: config name or None}}, got {modules!r}")
+        bad = {k: v for k, v in modules.items() if v is not None and v not in QUANT_CONFIGS}
+        if bad:
+            raise ValueError(f"{self.id}: options['module_name_quant_configs'] values must be one of "
+                             f"{sorted(QUANT_CONFIGS)} or None, got {bad}")
+        if "quant_config" in options and "" in modules:
+            raise ValueError(f"{self.id}: options['quant_config'] and module_name_quant_configs[''] both "
+                             "name the whole model's config; keep one")
+        if options.get("grid_sampler_grid_input_qspec", "int16") not in QSPECS:
+            raise ValueError(f"{self.id}: options['grid_sampler_grid_input_qspec'] must be one of "
+                             f"{sorted(QSPECS)}, got {options['grid_sampler_grid_input_qspec']!r}")
+        for flag in ("quantize_grid_sample_output", "enable_pt2e_quantization"):
+            if not isinstance(options.get(flag, True), bool):
+                raise ValueError(f"{self.id}: options[{flag!r}] must be True or False, got {options[flag]!r}")
+        if "grid_sampler_lowering" in options:
+            from vgf_export.export import GRID_SAMPLER_LOWERINGS
+
+            if options["grid_sampler_lowering"] not in GRID_SAMPLER_LOWERINGS:
+                raise ValueError(f"{self.id}: options['grid_sampler_lowering'] must be one of "
+                                 f"{GRID_SAMPLER_LOWERINGS}, got {options['grid_sampler_lowering']!r}")
+        workarounds = options.get("disable_workarounds", ())
+        if isinstance(workarounds, str) or not all(isinstance(w, str) for w in workarounds):
+            raise ValueError(f"{self.id}: options['disable_workarounds'] must be a tuple of workaround "
+                             f"names, got {workarounds!r}")
 
     @property
     def quantized(self) -> bool:
         return self.options.get("enable_pt2e_quantization", True)
 
     def make_inputs(self) -> tuple[torch.Tensor, ...]:
+        """The example inputs: generated from the seed of the id (in order;
+        a file input draws nothing from it), or read from their files."""
         gen = torch.Generator().manual_seed(zlib.crc32(self.id.encode()))
-        return tuple(spec.make(gen) for spec in self.inputs)
+        inputs = []
+        for index, spec in enumerate(self.inputs):
+            try:
+                inputs.append(spec.make(gen))
+            except ValueError as error:
+                raise ValueError(f"case {self.id}, input {index}: {error}") from None
+        return tuple(inputs)
 
     def export_kwargs(self) -> dict:
         kwargs = dict(self.options)
         if self.quantized:
             kwargs["quantized_input_qspecs"] = [QSPECS[q]() for q in self.input_qspecs]
             kwargs["quantized_output_qspecs"] = [QSPECS[q]() for q in self.output_qspecs]
+        modules = dict(kwargs.pop("module_name_quant_configs", {}))
         if "quant_config" in kwargs:  # "" names the whole model
-            make, _ = QUANT_CONFIGS[kwargs.pop("quant_config")]
-            kwargs["module_name_quant_configs"] = {"": make()}
+            modules[""] = kwargs.pop("quant_config")
+        if modules:
+            kwargs["module_name_quant_configs"] = {
+                name: None if config is None else QUANT_CONFIGS[config][0]() for name, config in modules.items()}
         if "grid_sampler_grid_input_qspec" in kwargs:
             kwargs["grid_sampler_grid_input_qspec"] = QSPECS[kwargs["grid_sampler_grid_input_qspec"]]()
         return kwargs
@@ -196,7 +441,7 @@ class Case:
         """The precision the lowered program's activations compute at (what int16 IO carries)."""
         if not self.quantized:
             return "float32"
-        config = self.options.get("quant_config")
+        config = self.options.get("quant_config") or self.options.get("module_name_quant_configs", {}).get("")
         return QUANT_CONFIGS[config][1] if config else "int8"
 
     def get_tolerance(self, output: int = 0):
@@ -210,7 +455,7 @@ class Case:
         return {
             "family": self.family,
             "model": repr(self.model()),
-            "inputs": [{"kind": s.kind, "shape": list(s.shape)} for s in self.inputs],
+            "inputs": [s.describe() for s in self.inputs],
             "input_qspecs": list(self.input_qspecs),
             "output_qspecs": list(self.output_qspecs),
             "options": {k: v for k, v in sorted(self.options.items())},

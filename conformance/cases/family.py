@@ -6,7 +6,8 @@ the only step) or in a case file given with ``--vgf-cases``. It says which
 cases it has, its default tolerance, which of its cases form the
 pull-request tier (``quick``), and its known failures on the pinned stack
 (``expectations``). :func:`build_table` checks all of that once: unique ids,
-quick and expectation ids that name real cases, known traits.
+quick and expectation ids that name real cases, known traits, sample-input
+files that exist and hold what their cases declare.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class Family:
     quick: frozenset[str] = frozenset()
     #: Known failures on the pinned stack, by case id (strict xfails).
     expectations: dict[str, Expectation] = dataclasses.field(default_factory=dict)
+    #: The directory relative sample-input paths (``InputSpec.file``) resolve
+    #: against: the case file's, set by :func:`load_case_file`.
+    root: Path | None = None
 
     @property
     def summary(self) -> str:
@@ -54,8 +58,22 @@ class Family:
         unknown_traits = sorted({t for c in cases for t in c.traits} - set(TRAITS))
         if unknown_traits:
             raise ValueError(f"family {self.name!r}: unknown traits {unknown_traits}; known: {sorted(TRAITS)}")
-        return [dataclasses.replace(c, quick=c.id in self.quick,
-                                    expect=self.expectations.get(c.id, c.expect)) for c in cases]
+        return [dataclasses.replace(c, quick=c.id in self.quick, expect=self.expectations.get(c.id, c.expect),
+                                    inputs=self._sample_inputs(c)) for c in cases]
+
+    def _sample_inputs(self, case: Case) -> tuple:
+        """The case's inputs, each file input resolved against :attr:`root`
+        and checked now (it exists, is read without executing code, holds
+        the declared shape and dtype), so a bad sample stops the run at
+        collection with the case and argument named."""
+        inputs = tuple(dataclasses.replace(s, root=self.root) if s.kind == "file" else s for s in case.inputs)
+        for index, spec in enumerate(inputs):
+            if spec.kind == "file":
+                try:
+                    spec.load()
+                except ValueError as error:
+                    raise ValueError(f"family {self.name!r}, case {case.id}, input {index}: {error}") from None
+        return inputs
 
 
 #: Every family known to this process, by name (the built-in ones and those
@@ -83,10 +101,18 @@ def builtin_families() -> list[Family]:
 
 
 def load_case_file(path: str | Path) -> list[Family]:
-    """The families a case file declares (``FAMILY`` or ``FAMILIES``), registered."""
+    """The families a case file declares (``FAMILY`` or ``FAMILIES``), registered.
+
+    The file's directory goes on ``sys.path`` (as pytest does for a test
+    module's), so a case file imports the team's models beside it
+    (``from models import Thumbnailer``) however pytest was started, and its
+    families resolve relative sample-input paths against it."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"--vgf-cases: {str(path)!r} is not a file")
+    path = path.resolve()
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"vgf_cases_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # torch.export looks models' classes up by module name
@@ -95,7 +121,7 @@ def load_case_file(path: str | Path) -> list[Family]:
     if not declared or not all(isinstance(f, Family) for f in declared):
         raise ValueError(f"--vgf-cases: {path} must define FAMILY (a conformance.cases.Family) "
                          "or FAMILIES (a list of them)")
-    return [register(f) for f in declared]
+    return [register(dataclasses.replace(f, root=f.root or path.parent)) for f in declared]
 
 
 def build_table(families: Iterable[Family]) -> dict[str, Case]:
