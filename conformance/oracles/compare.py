@@ -3,6 +3,14 @@ the :class:`Bound` a comparison is held to.
 
 Errors are in quantization steps of each output; a float output is measured
 in :data:`FLOAT_UNIT` (one SNORM8 step of a [-1, 1] image).
+
+A bound has one of two modes. **Per element** (``max_lsb``, with an optional
+outlier allowance and a bias bound): for one or two ops, where each
+requantizing op adds at most about an LSB. **Statistical** (``p99_lsb`` and
+``min_snr_db`` beside a ``max_lsb`` cap): for deep graphs (the model tier),
+where rounding differences accumulate over many ops, so the worst element
+says little and a regression shows as more large errors (the 99th
+percentile) or more error energy (the SNR).
 """
 
 from __future__ import annotations
@@ -42,7 +50,19 @@ class Comparison:
             return 0.0
         return float((self.errors > bound).float().mean())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, statistical: bool = False) -> dict[str, Any]:
+        """The rounded statistics (goldens, the report). ``statistical``: for an
+        output held to a statistical bound (a deep graph), coarser, so that a
+        last-bit change of a float reference does not churn the golden while a
+        real change (a tenth of an LSB in the p99, half a dB) still shows."""
+        if statistical:
+            return {
+                "max_lsb": round(self.max_lsb, 1),
+                "mean_lsb": round(self.mean_lsb, 2),
+                "p99_lsb": round(self.p99_lsb, 1),
+                "bias_lsb": round(self.bias_lsb, 2),
+                "snr_db": round(self.snr_db * 2) / 2 if math.isfinite(self.snr_db) else "inf",
+            }
         return {
             "max_lsb": round(self.max_lsb, 2),
             "mean_lsb": round(self.mean_lsb, 3),
@@ -109,17 +129,31 @@ class Bound:
     outliers: float = 0.0
     #: ... and the bound none of them may exceed (required with ``outliers``).
     outlier_max_lsb: float | None = None
+    #: Statistical: limit of the 99th percentile of the error; None: not bounded.
+    p99_lsb: float | None = None
+    #: Statistical: the lowest signal-to-noise ratio (dB, the reference's
+    #: energy over the error's); None: not bounded.
+    min_snr_db: float | None = None
 
     def __post_init__(self) -> None:
         if self.outliers and self.outlier_max_lsb is None:
             raise ValueError("a Bound with outliers needs outlier_max_lsb: an outlier allowance "
                              "without a magnitude cap cannot fail")
+        if self.p99_lsb is not None and self.p99_lsb > self.max_lsb:
+            raise ValueError(f"Bound.p99_lsb ({self.p99_lsb:g}) above max_lsb ({self.max_lsb:g}) "
+                             "could never fail: the 99th percentile is at most the max")
+
+    @property
+    def statistical(self) -> bool:
+        """Whether the bound has a statistical part (p99 or SNR)."""
+        return self.p99_lsb is not None or self.min_snr_db is not None
 
     def scaled(self, factor: float) -> "Bound":
         return dataclasses.replace(
             self, max_lsb=self.max_lsb * factor,
             bias_lsb=None if self.bias_lsb is None else self.bias_lsb * factor,
-            outlier_max_lsb=None if self.outlier_max_lsb is None else self.outlier_max_lsb * factor)
+            outlier_max_lsb=None if self.outlier_max_lsb is None else self.outlier_max_lsb * factor,
+            p99_lsb=None if self.p99_lsb is None else self.p99_lsb * factor)  # the SNR has no unit
 
     def bias_allowed(self, elements: int | None) -> float:
         """The bias bound on ``elements`` elements. The bias is the mean of the
@@ -150,4 +184,10 @@ class Bound:
             if abs(comparison.bias_lsb) > allowed + EPSILON:
                 problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{allowed:.3g} LSB"
                                 + (f" ({elements} elements)" if allowed > self.bias_lsb else ""))
+        if self.p99_lsb is not None and comparison.p99_lsb > self.p99_lsb + EPSILON:
+            problems.append(f"99th-percentile error {comparison.p99_lsb:.3f} LSB > {self.p99_lsb:g} LSB "
+                            f"({comparison.fraction_over(self.p99_lsb + EPSILON):.1%} of elements beyond it, "
+                            "allowed 1 %)")
+        if self.min_snr_db is not None and comparison.snr_db < self.min_snr_db:
+            problems.append(f"SNR {comparison.snr_db:.2f} dB < {self.min_snr_db:g} dB")
         return problems

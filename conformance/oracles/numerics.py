@@ -13,7 +13,8 @@ Four programs per case, on the same seeded inputs:
   and ops left on the CPU in torch.
 
 Errors are in quantization steps (LSB) of each output's quantization
-(:mod:`conformance.oracles.compare`).
+(:mod:`conformance.oracles.compare`). Outputs held to a statistical bound
+(the model tier) are rounded coarser in goldens (``Comparison.to_dict``).
 """
 
 from __future__ import annotations
@@ -40,13 +41,16 @@ class Numerics:
     units: list[float]
     reference_outputs: list[torch.Tensor]  # the float model's
     program: "LoweredProgram"  # the run, with every value and delegate call
+    #: Per output: whether it is held to a statistical bound (rounded coarser).
+    statistical: list[bool] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The rounded statistics for goldens and the report."""
         outputs = []
         for i, unit in enumerate(self.units):
-            entry = {name: comparisons[i].to_dict() for name, comparisons in self.comparisons.items()}
-            entry["fake_quant_vs_float"] = self.fake_quant_vs_float[i].to_dict()
+            coarse = i < len(self.statistical) and self.statistical[i]
+            entry = {name: comparisons[i].to_dict(coarse) for name, comparisons in self.comparisons.items()}
+            entry["fake_quant_vs_float"] = self.fake_quant_vs_float[i].to_dict(coarse)
             entry["unit"] = float(f"{unit:.6g}")
             outputs.append(entry)
         return {"tosa_status": self.tosa_status, "outputs": outputs}
@@ -74,4 +78,6 @@ def measure(case, result) -> Numerics:
         units=units,
         reference_outputs=reference,
         program=program,
+        statistical=[any(b.statistical for b in case.get_tolerance(i).bounds.values())
+                     for i in range(len(units))],
     )
