@@ -191,7 +191,8 @@ def render_markdown(report: dict) -> str:
     if cpu:
         lines += ["", "## CPU fallback, as expected", "", "| case | why |", "|---|---|"]
         lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in cpu]
-    lines += _margin_lines(cases) + _warning_lines(cases) + _time_lines(report.get("run"))
+    lines += _margin_lines(cases) + _statistical_lines(cases)
+    lines += _warning_lines(cases) + _time_lines(report.get("run"))
     bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
     if bad:
         lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
@@ -230,6 +231,32 @@ def tolerance_margins(cases: list[dict]) -> list[dict]:
                 if use > row["use"] or row["case"] is None:
                     row.update(worst=observed, case=f"{case['id']}#{output}", use=use, bound=bound)
     return [rows[k] for k in sorted(rows)]
+
+
+def _statistical_lines(cases: list[dict]) -> list[str]:
+    """Outputs held to statistical bounds (the model tier): per comparison,
+    the SNR, 99th-percentile and max error against their bounds."""
+    from conformance.oracles.references import ORACLES
+
+    rows = []
+    for case in cases:
+        outputs = (case.get("numerics") or {}).get("outputs") or []
+        for i, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
+            for what in ORACLES:
+                bound, got = tolerance.get(what) or {}, stats.get(what)
+                if got and ("p99_lsb" in bound or "min_snr_db" in bound):
+                    snr = f"{got['snr_db']} (>= {bound['min_snr_db']:g})" if "min_snr_db" in bound else got["snr_db"]
+                    p99 = f"{got['p99_lsb']:g} (<= {bound['p99_lsb']:g})" if "p99_lsb" in bound else f"{got['p99_lsb']:g}"
+                    rows.append(f"| {case['id']}#{i} | {what} | {snr} | {p99} | {got['max_lsb']:g} "
+                                f"(<= {bound['max_lsb']:g}) | {got['bias_lsb'] + 0.0:+g} |")
+    if not rows:
+        return []
+    return ["", "## Statistical bounds", "",
+            "Outputs of deep graphs (the model tier) are held to an SNR floor and a 99th-percentile "
+            "error (LSB) with a max cap, each measured per model (conformance/cases/tolerances.py, "
+            "MODEL_BOUNDS); the bound is in parentheses.", "",
+            "| case#output | comparison | SNR dB | p99 LSB | max LSB | bias LSB |", "|---|---|---|---|---|---|",
+            *rows]
 
 
 def _margin_lines(cases: list[dict]) -> list[str]:
