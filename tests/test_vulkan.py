@@ -1,12 +1,16 @@
 """The Vulkan tier's machinery: environment, scenario building, runs, failures."""
 
 import ctypes.util
+import dataclasses
 import json
+import re
 import stat
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -153,3 +157,77 @@ def test_a_bad_scenario_in_a_batch_fails_alone(grid_run, tmp_path):
     error = results[bad.scenario]
     assert isinstance(error, vulkan.VulkanRunError)
     assert vulkan.rerun_command(bad.scenario) in str(error)
+
+
+# ---------------------------------------------------------------------------
+# Nearest grid sampling through the hardware sampler
+# ---------------------------------------------------------------------------
+#: align_corners=True over a 6x10 image: grid coordinate 0 is source index 2.5
+#: (rows) and 4.5 (columns), halfway between two texels. The identity grid of
+#: odd size 5x9 has 0 in its middle row and column: 13 of 45 pixels are ties
+#: that torch rounds down (to the even 2 and 4) and a NEAREST sampler up.
+TIE_CASE = Case(
+    id="unit-grid-rgba-nearest-zeros-ac1-ties",
+    family="grid_sample",
+    model=lambda: GridSample("nearest", "zeros", True),
+    inputs=(InputSpec("image", (1, 4, 6, 10)), InputSpec("grid:identity", (1, 5, 9, 2))),
+    input_qspecs=("int8", "int16"),
+    output_qspecs=("int8",),
+)
+
+
+@pytest.fixture(scope="module")
+def tie_run(tmp_path_factory, stack):
+    root = tmp_path_factory.mktemp("vk-ties")
+    result = export_model(TIE_CASE.model(), TIE_CASE.make_inputs(), artifacts_root=root / "art",
+                          **TIE_CASE.export_kwargs())
+    return result, measure(TIE_CASE, result), root
+
+
+def test_nearest_samples_through_the_sampler_and_ties_round_up(tie_run):
+    result, numerics, root = tie_run
+    check = vulkan.run_case_on_vulkan(numerics, result, root / "run")
+    scenario = json.loads(check.scenario.read_text())
+    (sampled,) = [r["image"] for r in scenario["resources"]
+                  if "image" in r and r["image"]["format"] == "VK_FORMAT_R8G8B8A8_SNORM"
+                  and r["image"]["shader_access"] == "readonly"]
+    assert sampled["min_filter"] == sampled["mag_filter"] == "NEAREST"
+    # Bit-exact with the reference that rounds ties up ...
+    assert check.bit_exact, [t.worst for t in check.tensors]
+    # ... which moves the tie pixels (where the two texels differ) from torch's choice.
+    (uid,) = check.nearest_ties
+    moved, size = check.nearest_ties[uid]
+    assert size == 4 * 5 * 9 and 0 < moved <= 4 * 13
+    assert check.report_dict()["tensors"][uid]["nearest_ties"] == moved
+    torch_rounded = {f"v_{n.name}": v for n, v in numerics.program.values.items()}[uid].numpy()
+    vulkan_out = check.outputs[uid].reshape(1, 5, 9, 4).transpose(0, 3, 1, 2)
+    assert np.count_nonzero(vulkan_out != torch_rounded) == moved
+
+
+def test_a_shader_forced_back_to_texel_fetch_fails_the_check(tie_run, tmp_path, monkeypatch):
+    """The shader's old nearest path (texelFetch at roundEven(index), a copy
+    of torch's rounding instead of the sampler) no longer passes."""
+    result, numerics, root = tie_run
+    source = vulkan_scenario.SHADER.read_text()
+    sampled = "vec4 v = textureLod(image_in, (vec2(ix, iy) + 0.5) / vec2(in_size), 0.0);"
+    assert sampled in source
+    fetched = tmp_path / "grid_sampler.comp"
+    fetched.write_text(source.replace(sampled, (
+        "ivec2 p = ivec2(int(roundEven(ix)), int(roundEven(iy)));\n"
+        "    bool inside = all(greaterThanEqual(p, ivec2(0))) && all(lessThan(p, in_size));\n"
+        "    vec4 v = inside ? texelFetch(image_in, p, 0) : vec4(0.0);")))
+    monkeypatch.setattr(vulkan_scenario, "SHADER", fetched)
+    check = vulkan.run_case_on_vulkan(numerics, result, tmp_path / "run")
+    (problem,) = [p for p in check.problems(0.0) if "integer tensors must be bit-exact" in p]
+    assert re.search(r"v_\w+ \(int8\): \d+ of 180 elements differ", problem)
+
+
+def test_the_tie_fraction_is_bounded(monkeypatch):
+    """A case whose ties move more elements than VULKAN_NEAREST_TIES allows fails, saying why."""
+    from conformance.oracles.vulkan import check as vulkan_check
+
+    monkeypatch.setattr(vulkan_check, "VULKAN_NEAREST_TIES",
+                        dataclasses.replace(vulkan_check.VULKAN_NEAREST_TIES, max_fraction=0.01))
+    checked = vulkan_check.VulkanCheck(Path("s.json"), 0.0, [], nearest_ties={"v_out": (52, 180)})
+    (problem,) = checked.problems(0.0)
+    assert problem.startswith("v_out: hardware NEAREST's tie rounding moves 52 of 180 elements")

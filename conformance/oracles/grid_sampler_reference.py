@@ -2,7 +2,9 @@
 
 :func:`grid_sample` follows PyTorch's CPU ``grid_sampler_2d`` (coordinate
 unnormalization, border clipping, reflection, bilinear weights, nearest with
-round-half-to-even), in float32. :func:`run_payload` executes one delegate as
+round-half-to-even), in float32; ``nearest_ties="up"`` rounds nearest's ties
+up instead, as a hardware NEAREST sampler does (it picks texel
+``floor(x + 0.5)``: the Vulkan tier samples that way). :func:`run_payload` executes one delegate as
 its :class:`~vgf_export.grid_sampler_backend.GridSamplerPayload` describes it:
 it dequantizes the SNORM image texels and the grid with the payload's qparams,
 samples, and quantizes the result to the payload's output format.
@@ -67,17 +69,27 @@ def _gather(image: np.ndarray, iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
     return np.moveaxis(values, -1, 1)
 
 
+#: How nearest sampling rounds a source index to a texel: PyTorch rounds half
+#: to even (``nearbyint``); a Vulkan NEAREST sampler takes ``floor(x + 0.5)``.
+NEAREST_TIES = {"even": np.rint, "up": lambda x: np.floor(x + _F32(0.5))}
+
+
 def grid_sample(
-    image: np.ndarray, grid: np.ndarray, mode: str, padding_mode: str, align_corners: bool
+    image: np.ndarray, grid: np.ndarray, mode: str, padding_mode: str, align_corners: bool,
+    nearest_ties: str = "even",
 ) -> np.ndarray:
-    """``torch.nn.functional.grid_sample`` for 4-D inputs, in float32."""
+    """``torch.nn.functional.grid_sample`` for 4-D inputs, in float32
+    (``nearest_ties``: a key of :data:`NEAREST_TIES`)."""
     image = np.asarray(image, dtype=_F32)
     grid = np.asarray(grid, dtype=_F32)
     _, _, h, w = image.shape
     ix = _source_index(grid[..., 0], w, padding_mode, align_corners)
     iy = _source_index(grid[..., 1], h, padding_mode, align_corners)
     if mode == "nearest":
-        return _gather(image, np.rint(iy).astype(np.int64), np.rint(ix).astype(np.int64))
+        if nearest_ties not in NEAREST_TIES:
+            raise ValueError(f"nearest_ties must be one of {sorted(NEAREST_TIES)}, got {nearest_ties!r}")
+        to_texel = NEAREST_TIES[nearest_ties]
+        return _gather(image, to_texel(iy).astype(np.int64), to_texel(ix).astype(np.int64))
     if mode != "bilinear":
         raise ValueError(f"mode must be bilinear or nearest, got {mode!r}")
     x0, y0 = np.floor(ix), np.floor(iy)
@@ -107,7 +119,8 @@ def quantize(x: np.ndarray, quant: QuantParams, dtype: str) -> np.ndarray:
     return np.clip(q, quant.quant_min, quant.quant_max).astype(np.dtype(dtype))
 
 
-def run_payload(payload: GridSamplerPayload, image: np.ndarray, grid: np.ndarray) -> np.ndarray:
+def run_payload(payload: GridSamplerPayload, image: np.ndarray, grid: np.ndarray,
+                nearest_ties: str = "even") -> np.ndarray:
     """Execute one grid-sampler delegate on its (possibly quantized) inputs."""
     if tuple(image.shape) != payload.image.shape:
         raise ValueError(f"image: payload expects shape {payload.image.shape}, got {image.shape}")
@@ -119,6 +132,7 @@ def run_payload(payload: GridSamplerPayload, image: np.ndarray, grid: np.ndarray
         payload.interpolation,
         payload.padding_mode,
         payload.align_corners,
+        nearest_ties,
     )
     if payload.output.quant is None:
         return out

@@ -80,10 +80,15 @@ class LoweredProgram(Interpreter):
     delegate call, and ``tosa_statuses`` the reference model's status of each VGF delegate run.
     """
 
-    def __init__(self, edge_program, tosa_files: dict[int, bytes]) -> None:
+    def __init__(self, edge_program, tosa_files: dict[int, bytes], nearest_ties: str = "even") -> None:
+        self.edge_program = edge_program
         self.program = edge_program.exported_program()
         super().__init__(self.program.graph_module, garbage_collect_values=False)
         self.tosa_files = tosa_files
+        #: How the grid-sampler reference rounds nearest's ties ("even": torch;
+        #: "up": a hardware NEAREST sampler, for the Vulkan tier).
+        self.nearest_ties = nearest_ties
+        self.inputs: list[torch.Tensor] = []
         self.delegate_index = 0
         self.tosa_statuses: list[str] = []
         self.calls: list[DelegateCall] = []
@@ -97,6 +102,7 @@ class LoweredProgram(Interpreter):
 
     def run_program(self, *user_inputs: torch.Tensor) -> list[torch.Tensor]:
         self.delegate_index = 0
+        self.inputs = list(user_inputs)
         signature = self.program.graph_signature
         state = {**self.program.state_dict, **self.program.constants}
         user = iter(user_inputs)
@@ -174,7 +180,7 @@ def _run_grid_sampler(program, index, lowered, inputs, in_orders, out_orders):
 
     payload = GridSamplerPayload.from_bytes(lowered.processed_bytes)
     by_role = dict(zip(payload.inputs, inputs))
-    out = run_payload(payload, by_role["image"].numpy(), by_role["grid"].numpy())
+    out = run_payload(payload, by_role["image"].numpy(), by_role["grid"].numpy(), program.nearest_ties)
     return (torch.from_numpy(np.ascontiguousarray(out)),)
 
 

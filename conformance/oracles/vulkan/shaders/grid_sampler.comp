@@ -25,10 +25,12 @@
 //   0 ALIGN_CORNERS 0/1
 //   1 PADDING 0 zeros, 1 border (clip in shader), 2 reflection (torch's
 //     reflection + clip in shader)
-//   2 MODE 0: hardware filtering, texture() at the texel-centre coordinate of
-//     torch's source index; 1: nearest by texelFetch at roundEven(index).
-//     Hardware NEAREST picks floor(x + 0.5) while torch rounds half to even,
-//     and with a quantized grid ties are common, so nearest uses mode 1.
+//   (2: unused; bilinear or nearest is the sampler's filter, set by the
+//     scenario. Both sample through the hardware sampler at the texel-centre
+//     coordinate of torch's source index. A NEAREST sampler picks texel
+//     floor(x + 0.5) where torch rounds half to even: the Vulkan tier compares
+//     nearest with a reference that rounds ties up, see
+//     conformance.cases.tolerances.VULKAN_NEAREST_TIES.)
 //   3 GRID_SCALE float (unused: kept for the binding layout of older scenarios)
 //   4 OUT_INV_SCALE 1/output scale (127 for SNORM8); the shader rounds half to
 //     even like torch's quantize and stores exact k/127 values.
@@ -50,7 +52,6 @@ layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
 
 layout(constant_id = 0) const int ALIGN_CORNERS = 0;
 layout(constant_id = 1) const int PADDING = 0;
-layout(constant_id = 2) const int MODE = 0;
 layout(constant_id = 3) const float GRID_SCALE = 3.0518509447574615e-05;
 layout(constant_id = 4) const float OUT_INV_SCALE = 127.0;
 layout(constant_id = 5) const int BATCH = 0;
@@ -106,15 +107,10 @@ void main() {
     float ix = source_index(g.x, in_size.x);
     float iy = source_index(g.y, in_size.y);
 
-    vec4 v;
-    if (MODE == 0) {
-        // The sampler computes uv * size - 0.5 == the source index.
-        v = textureLod(image_in, (vec2(ix, iy) + 0.5) / vec2(in_size), 0.0);
-    } else {
-        ivec2 p = ivec2(int(roundEven(ix)), int(roundEven(iy)));
-        bool inside = all(greaterThanEqual(p, ivec2(0))) && all(lessThan(p, in_size));
-        v = inside ? texelFetch(image_in, p, 0) : vec4(0.0);
-    }
+    // LINEAR: the sampler computes uv * size - 0.5 == the source index and
+    // weighs its neighbours; NEAREST: texel floor(uv * size) == floor(index + 0.5).
+    // Outside the image: the border (zeros padding) or the edge.
+    vec4 v = textureLod(image_in, (vec2(ix, iy) + 0.5) / vec2(in_size), 0.0);
 #if QUANTIZED_OUTPUT
     v = clamp(roundEven(v * OUT_INV_SCALE), -127.0, 127.0) / 127.0;
 #endif
