@@ -161,24 +161,23 @@ def overhead(ids: list[str], out: Path, repeat: int) -> tuple[float, str]:
         f"{bare_wall:.1f} s = {pct:+.1f}% (each pair: {each})")
 
 
-def shards(counts: list[int], out: Path, workers: str) -> list[tuple[str, str, bool]]:
+def shards(counts: list[int], out: Path, workers: str, select: list[str]) -> list[tuple[str, str, bool]]:
     """The quick tier as N shards, one after the other: predicted and measured."""
     from conformance.cases import CASES
-    from conformance.harness import durations, plan
+    from conformance.harness import durations
 
     seconds = durations.load(None).restricted(CASES)
-    quick = {c for c, case in CASES.items() if case.quick}
     rows = []
     print("\n## Shards of the quick tier (-m quick --vgf-shard I/N, one after the other)\n")
     print("| shards | shard | cases | predicted s | wall s | seconds in tests |\n|---|---|---|---|---|---|")
     for count in counts:
-        assignment, _ = plan.shard_assignment(CASES, count, quick, seconds)
         predicted, walls, busy = [], [], []
         for index in range(1, count + 1):
-            members = [c for c in quick if assignment[c] == index - 1]
-            predicted.append(sum(seconds(c) for c in members))
             run = Run(out / f"shards-{count}-{index}",
-                      ["-n", workers, "-m", "quick", "--vgf-shard", f"{index}/{count}", "--vgf-progress", "0"])
+                      ["-n", workers, "-m", "quick", "--vgf-shard", f"{index}/{count}", "--vgf-progress", "0",
+                       *select])
+            members = [c["id"] for c in run.report["cases"]]
+            predicted.append(sum(seconds(c) for c in members))
             walls.append(run.wall)
             busy.append(sum(t["seconds"] for t in run.run.get("tiers", {}).values()))
             print(f"| {count} | {index} | {len(members)} | {predicted[-1]:.1f} | {walls[-1]:.1f} | {busy[-1]:.1f} |")
@@ -201,10 +200,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="keep reports and artifacts here")
     parser.add_argument("--vulkan-batch", type=int, default=None,
                         help="--vgf-vulkan-batch of the suite runs (default: the suite's)")
+    parser.add_argument("-k", dest="select", default=None,
+                        help="only cases matching this -k expression (a trial of the script, not the targets)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="vgf-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     common = ["-n", args.workers] + ([] if args.vulkan_batch is None else ["--vgf-vulkan-batch", str(args.vulkan_batch)])
+    common += [] if args.select is None else ["-k", args.select]
     targets: list[tuple[str, str, bool | None]] = []
 
     quick = Run(out / "quick", [*common, "-m", "quick"])
@@ -246,7 +248,8 @@ def main() -> int:
         targets.append((f"harness overhead over bare export_model (<= {OVERHEAD_PCT:.0f} %)",
                         f"{pct:+.1f} % ({len(ids)} cases)", pct <= OVERHEAD_PCT))
     if args.shards:
-        targets += shards([int(n) for n in args.shards.split(",")], out, args.workers)
+        targets += shards([int(n) for n in args.shards.split(",")], out, args.workers,
+                          [] if args.select is None else ["-k", args.select])
 
     print("\n## Targets\n")
     print("| target | measured | result |\n|---|---|---|")

@@ -101,3 +101,26 @@ def test_tier_seconds_put_a_cases_run_in_its_stages():
     assert "## Time" in render_markdown(built) and "workarounds 30 s" in render_markdown(built)
     merged = merge_reports([built, build_report({"d": {}}, None, times)])
     assert merged["run"]["tiers"]["workarounds"]["seconds"] == 60.0
+
+
+def test_profile_export_report_says_where_a_runs_time_went(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "profile_export.py"
+    spec = importlib.util.spec_from_file_location("profile_export", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    case = {"id": "c", "family": "resize", "quick": True,
+            "run": {"seconds": {"export_total": 2.0, "numerics": 0.5},
+                    "tests_seconds": {"test_export": 2.6, "test_pte": 1.0}}}
+    run = {"tiers": {"export": {"tests": 1, "seconds": 2.0}, "pte": {"tests": 1, "seconds": 1.0}},
+           "other_tests": {OTHER: 30.0}, "wall_seconds": 40.0,
+           "workers": {"gw0": {"tests": 2, "seconds": 3.6, "last_end": 39.0}},
+           "memory": {"gw0": {"rss_mib": 500.0, "children_rss_mib": 520.0}}}
+    (tmp_path / "report.json").write_text(json.dumps({"cases": [case], "workarounds": [], "run": run}))
+    text = module.report_profile(tmp_path, 5)
+    assert "| export | 1 | 2.0 | 67% |" in text and "| resize (quick) | 1 | 3.60 | 3.6 |" in text
+    assert "| c | 3.6 | export 2.6, pte 1.0 |" in text and f"| {OTHER} | 30.0 |" in text
+    assert "| gw0 | 2 | 3.6 | 39.0 s |" in text and "gw0 500 MiB (child 520 MiB)" in text
