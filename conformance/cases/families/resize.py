@@ -207,21 +207,66 @@ def is_split(model_kwargs: dict, in_hw, out_hw) -> bool:
     return any(i >= 16 * o for i, o in zip(in_hw, out_hw))
 
 
+def tosa_resize_1d(in_size: int, out_size: int, align_corners: bool, nearest: bool,
+                   factor: float | None) -> tuple[int, int, int, int]:
+    """(scale_n, scale_d, offset, border) of one axis as ExecuTorch 1.5.1's
+    ``RewriteUpsamplePass.get_resize_parameters_1d`` computes them (without
+    vgf_export's bilinear-scale-factor patch): nearest with a factor samples
+    with the factor (pytorch/executorch#22437), everything else with the
+    size ratio ((out-1)/(in-1) with align_corners=True and both sizes > 1)."""
+    corners = align_corners and in_size > 1 and out_size > 1
+    if nearest and factor is not None:
+        ratio = F(factor).limit_denominator(10**6)  # ExecuTorch: sympy.nsimplify(tolerance=1e-6)
+    else:
+        ratio = F(out_size - 1, in_size - 1) if corners else F(out_size, in_size)
+    n, d = 2 * ratio.numerator, 2 * ratio.denominator
+    if nearest:
+        offset = d // 2 - n // 2 if ratio.denominator == 1 else -(n // 2)
+    else:
+        offset = 0 if align_corners else d // 2 - n // 2
+    return n, d, offset, d * (out_size - 1) - n * (in_size - 1) + offset
+
+
+def tosa_resize_error(axes) -> str | None:
+    """The VGF partitioner's support check of a RESIZE (ExecuTorch 1.5.1's
+    ``get_tosa_resize_validation_error``) on the (n, d, offset, border) of the
+    H and W axes: its message, or None where the RESIZE is legal."""
+    (yn, yd, oy, by), (xn, xd, ox, bx) = axes
+    if yd >= 16 * yn or xd >= 16 * xn:
+        return f"RESIZE downscale must be strictly greater than 1/16; got y={yn}/{yd}, x={xn}/{xd}"
+    if max(yn, xn) > 2048 or max(yd, xd) > 2**15 - 1:
+        return f"RESIZE scale out of range; got y={yn}/{yd}, x={xn}/{xd}"
+    for axis, n, offset, border in (("y", yn, oy, by), ("x", xn, ox, bx)):
+        if not -n <= offset < 16 * n:
+            return f"RESIZE offset_{axis} must be in [{-n}, {16 * n}); got {offset}"
+        if not -16 * n <= border < n:
+            return f"RESIZE border_{axis} must be in [{-16 * n}, {n}); got {border}"
+    return None
+
+
 def cpu_reason(model_kwargs: dict, in_hw, out_hw) -> str | None:
     """Why the VGF partitioner keeps this resize on the CPU on the pinned
-    ExecuTorch, or None. TOSA RESIZE needs scale_d < 16 * scale_n per axis; the
-    split pass only rewrites bilinear with align_corners=False."""
+    ExecuTorch, or None: its support check of the RESIZE ExecuTorch would emit
+    (:func:`tosa_resize_error`). Bilinear with align_corners=False is never
+    refused: downscales by 16 or more are split first (the resize-split
+    workaround), and vgf_export's bilinear-scale-factor patch encodes the rest
+    (where it cannot, the lowering fails: a case's expectation says so)."""
     mode = model_kwargs.get("mode")
     if model_kwargs.get("antialias"):
         return ("bilinear with antialias=True (aten._upsample_bilinear2d_aa): ExecuTorch 1.5.1 has "
                 "no TOSA lowering of it and no decomposition, so the VGF partitioner claims nothing")
-    if mode == "bilinear" and model_kwargs.get("align_corners"):
-        if any(o == 1 or i - 1 >= 16 * (o - 1) for i, o in zip(in_hw, out_hw)):
-            return ("bilinear align_corners=True with (in-1)/(out-1) >= 16 on an axis: the VGF "
-                    "partitioner refuses it (no split for align_corners=True)")
-    if mode == "nearest" and any(i >= 16 * o for i, o in zip(in_hw, out_hw)):
-        return "nearest downscale by 16 or more on an axis: the VGF partitioner refuses it"
-    return None
+    if mode not in ("bilinear", "nearest") or (mode == "bilinear" and not model_kwargs.get("align_corners")):
+        return None
+    nearest = mode == "nearest"
+    scale = None if model_kwargs.get("recompute_scale_factor") else model_kwargs.get("scale_factor")
+    scales = scale if isinstance(scale, tuple) else (scale, scale)
+    error = tosa_resize_error([tosa_resize_1d(i, o, bool(model_kwargs.get("align_corners")), nearest, s)
+                               for i, o, s in zip(in_hw, out_hw, scales)])
+    if error is None:
+        return None
+    what = "nearest" if nearest else "bilinear align_corners=True (no split for it)"
+    return (f"{what}, {in_hw[0]}x{in_hw[1]} -> {out_hw[0]}x{out_hw[1]}: the VGF partitioner refuses "
+            f"the TOSA RESIZE ExecuTorch 1.5.1 would emit ({error})")
 
 
 #: Modes ExecuTorch 1.5.1 does not lower as a resize: torch decomposes them into
