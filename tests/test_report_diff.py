@@ -102,6 +102,11 @@ def test_each_kind_of_change_is_seen():
     moved["cases"][1]["warnings"], moved["cases"][2]["warnings"] = [], new["cases"][1]["warnings"]
     delta = diff.diff_reports(new, moved)
     assert delta.new_warnings == delta.gone_warnings == delta.cases == []
+    located = copy.deepcopy(base)
+    located["cases"][1]["warnings"] = ["ResourceWarning: unclosed file (executorch/backends/arm/vgf/backend.py:400)"]
+    relocated = copy.deepcopy(located)
+    relocated["cases"][1]["warnings"] = ["ResourceWarning: unclosed file (executorch/backends/arm/vgf/backend.py:392)"]
+    assert diff.diff_reports(located, relocated).new_warnings == []  # the same warning, another line
     # a failure that changes while the outcome stays failed
     old, new = copy.deepcopy(base), copy.deepcopy(base)
     for report, error in ((old, "KeyError 'val'"), (new, "RuntimeError: invalid partition")):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -280,10 +281,17 @@ def diff_reports(old: dict, new: dict, old_name: str = "OLD", new_name: str = "N
     # Warnings are compared over the cases both reports ran (a wider scope is
     # not "new"), as a set: Python shows a warning once per process, so which
     # case of a run records it depends on how xdist dealt the cases.
-    old_all = {w for i in common for w in old_cases[i].get("warnings") or []}
-    new_all = {w for i in common for w in new_cases[i].get("warnings") or []}
+    # A warning is the same one when only its line number moved (another release of the file).
+    old_all = {_warning_key(w): w for i in common for w in old_cases[i].get("warnings") or []}
+    new_all = {_warning_key(w): w for i in common for w in new_cases[i].get("warnings") or []}
     return ReportDiff(old_name, new_name, common, cases, workarounds, stack,
-                      sorted(new_all - old_all), sorted(old_all - new_all))
+                      sorted(new_all[k] for k in set(new_all) - set(old_all)),
+                      sorted(old_all[k] for k in set(old_all) - set(new_all)))
+
+
+def _warning_key(warning: str) -> str:
+    """A warning without the line number of its location ``(path:line)``."""
+    return re.sub(r":\d+\)$", ")", warning.strip())
 
 
 def render_markdown(delta: ReportDiff, max_rows: int = MAX_CASE_ROWS) -> str:
