@@ -84,6 +84,10 @@ def test_a_planted_numerics_fault_puts_its_error_map_in_report_html(faulty_run):
     assert "numerics" in case["golden_changed"] and any(line.startswith("+") for line in case["golden_diff"])
     assert f"scripts/conformance.sh -k &#39;{CASE}&#39;" in section  # the rerun command
     assert "src=\"http" not in page and "href=\"http" not in page  # nothing from the network
+    # The tables of report.md: counts by outcome, golden sections changed, tolerance margins.
+    assert '<td class="outcome-failed">failed</td><td class="num">1</td>' in page
+    assert f'<td><a href="#case={CASE}">{CASE}</a></td><td>' in page[page.index('id="golden-changed"'):]
+    assert 'id="margins"' in page and "| failed | 1 |" in (faulty_run / "report.md").read_text()
 
 
 def test_a_map_that_cannot_be_found_is_said_so_on_the_page(tmp_path):

@@ -41,6 +41,8 @@ CHANNELS_PER_MAP = 4
 MIN_ERROR_RANGE = 1.0
 #: Panel height bounds (inches) and the resolution of the PNGs.
 _PANEL_MIN, _PANEL_MAX, _DPI = 0.9, 2.4, 72
+#: Margins (inches): row labels, right, titles, colour bars; the gap between columns.
+_LEFT, _RIGHT, _TOP, _BOTTOM, _GAP = 0.75, 0.2, 1.15, 0.7, 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,11 +78,10 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
     reference tensor (same shape as ``lowered``); errors are ``(lowered -
     reference) / unit``. ``notes`` adds a line per oracle under its column's
     title (e.g. its bound). Returns the maps, files named ``<stem>-c<first>-<last>.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    from matplotlib import pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # the Agg backend, no pyplot state
     from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
 
     for name, reference in references.items():
         if tuple(reference.shape) != tuple(lowered.shape):
@@ -116,19 +117,22 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
         # Large outputs are pooled to what a panel shows, keeping each block's
         # most extreme element (a one-pixel error stays visible).
         factor = max(1, math.ceil(max(h / (panel_h * _DPI), w / (panel_w * _DPI))))
-        fig, axes = plt.subplots(1, len(columns), squeeze=False, layout="constrained",
-                                 figsize=(panel_w * len(columns) + 0.8, _column_height(rows, h, w, factor, panel_w) + 2.2),
-                                 dpi=_DPI)
-        fig.suptitle(f"{title}\noutput {output} {'x'.join(map(str, lowered.shape))}, "
-                     f"channels {c0}-{c1} of {c}; 1 LSB = {unit:.6g}"
-                     + (f"; pooled {factor}x{factor} (most extreme element per block)" if factor > 1 else ""),
-                     fontsize=9)
+        # A fixed layout, in inches (matplotlib's layout engines take most of a map's time).
+        column_h = _column_height(rows, h, w, factor, panel_w)
+        width = _LEFT + len(columns) * panel_w + (len(columns) - 1) * _GAP + _RIGHT
+        height = _TOP + column_h + _BOTTOM
+        fig = Figure(figsize=(width, height), dpi=_DPI)
+        fig.text(0.5, 1 - 0.08 / height, f"{title}\noutput {output} {'x'.join(map(str, lowered.shape))}, "
+                 f"channels {c0}-{c1} of {c}; 1 LSB = {unit:.6g}"
+                 + (f"; pooled {factor}x{factor} (most extreme element per block)" if factor > 1 else ""),
+                 ha="center", va="top", fontsize=9)
         for j, (label, data, cmap, norm, name) in enumerate(columns):
-            ax = axes[0][j]
+            left = (_LEFT + j * (panel_w + _GAP)) / width
+            ax = fig.add_axes((left, _BOTTOM / height, panel_w / width, column_h / height))
             mosaic, centers, step = _mosaic([_pool(data[b, ch], factor, extreme=name is not None)
                                              for b, ch in rows])
-            colours = plt.get_cmap(cmap).with_extremes(bad="white")
-            image = ax.imshow(mosaic, cmap=colours, norm=norm, interpolation="nearest", aspect="equal")
+            colours = colormaps[cmap].with_extremes(bad="white")
+            image = ax.imshow(mosaic, cmap=colours, norm=norm, interpolation="nearest", aspect="auto")
             ax.set_xticks([])
             ax.set_yticks(centers if j == 0 else [], [f"b{b} c{ch}" for b, ch in rows] if j == 0 else [],
                           fontsize=8)
@@ -144,11 +148,11 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
                         if abs(tile[y, x]) >= MIN_ERROR_RANGE / 2:
                             ax.plot(x, y + i * step, marker="o", markersize=7, markerfacecolor="none",
                                     markeredgecolor="black", markeredgewidth=0.8)
-            bar = fig.colorbar(image, ax=ax, orientation="horizontal", fraction=0.05, pad=0.01, aspect=15)
-            bar.ax.tick_params(labelsize=6)
+            bar = fig.add_axes((left, 0.3 / height, panel_w / width, 0.12 / height))
+            fig.colorbar(image, cax=bar, orientation="horizontal")
+            bar.tick_params(labelsize=6)
         file = f"{stem}-c{c0}-{c1}.png"
-        fig.savefig(directory / file, dpi=_DPI)
-        plt.close(fig)
+        FigureCanvasAgg(fig).print_png(directory / file)
         maps.append(ErrorMap(file, output, (c0, c1), tuple(lowered.shape), ranges))
     return maps
 
