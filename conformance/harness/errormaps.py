@@ -41,6 +41,8 @@ CHANNELS_PER_MAP = 4
 MIN_ERROR_RANGE = 1.0
 #: Panel height bounds (inches) and the resolution of the PNGs.
 _PANEL_MIN, _PANEL_MAX, _DPI = 0.9, 2.4, 72
+#: Tiles smaller than this (pixels) are enlarged by an integer factor.
+_MIN_TILE = 8
 #: Margins (inches): row labels, right, titles, colour bars; the gap between columns.
 _LEFT, _RIGHT, _TOP, _BOTTOM, _GAP = 0.75, 0.2, 1.15, 0.7, 0.25
 
@@ -118,7 +120,9 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
         # most extreme element (a one-pixel error stays visible).
         factor = max(1, math.ceil(max(h / (panel_h * _DPI), w / (panel_w * _DPI))))
         # A fixed layout, in inches (matplotlib's layout engines take most of a map's time).
-        column_h = _column_height(rows, h, w, factor, panel_w)
+        # Tiny outputs (a 1x1 pixel) are enlarged so the gaps between rows stay thin.
+        zoom = 1 if factor > 1 else max(1, math.ceil(_MIN_TILE / min(h, w)))
+        column_h = _column_height(rows, h, w, factor, zoom, panel_w)
         width = _LEFT + len(columns) * panel_w + (len(columns) - 1) * _GAP + _RIGHT
         height = _TOP + column_h + _BOTTOM
         fig = Figure(figsize=(width, height), dpi=_DPI)
@@ -129,7 +133,7 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
         for j, (label, data, cmap, norm, name) in enumerate(columns):
             left = (_LEFT + j * (panel_w + _GAP)) / width
             ax = fig.add_axes((left, _BOTTOM / height, panel_w / width, column_h / height))
-            mosaic, centers, step = _mosaic([_pool(data[b, ch], factor, extreme=name is not None)
+            mosaic, centers, step = _mosaic([_zoom(_pool(data[b, ch], factor, extreme=name is not None), zoom)
                                              for b, ch in rows])
             colours = colormaps[cmap].with_extremes(bad="white")
             image = ax.imshow(mosaic, cmap=colours, norm=norm, interpolation="nearest", aspect="auto")
@@ -146,7 +150,7 @@ def write_maps(directory: Path, stem: str, title: str, float_reference: torch.Te
                     if tile.size:
                         y, x = np.unravel_index(int(np.abs(tile).argmax()), tile.shape)
                         if abs(tile[y, x]) >= MIN_ERROR_RANGE / 2:
-                            ax.plot(x, y + i * step, marker="o", markersize=7, markerfacecolor="none",
+                            ax.plot(x * zoom + (zoom - 1) / 2, y * zoom + (zoom - 1) / 2 + i * step, marker="o", markersize=7, markerfacecolor="none",
                                     markeredgecolor="black", markeredgewidth=0.8)
             bar = fig.add_axes((left, 0.3 / height, panel_w / width, 0.12 / height))
             fig.colorbar(image, cax=bar, orientation="horizontal")
@@ -173,9 +177,13 @@ def _pool(image: np.ndarray, factor: int, extreme: bool = True) -> np.ndarray:
     return np.take_along_axis(blocks, index[..., None], axis=-1)[..., 0]
 
 
-def _column_height(rows: list, h: int, w: int, factor: int, panel_w: float) -> float:
+def _zoom(tile: np.ndarray, zoom: int) -> np.ndarray:
+    return tile if zoom == 1 else np.repeat(np.repeat(tile, zoom, axis=0), zoom, axis=1)
+
+
+def _column_height(rows: list, h: int, w: int, factor: int, zoom: int, panel_w: float) -> float:
     """Inches of a column's mosaic at ``panel_w`` inches wide (its gaps as in :func:`_mosaic`)."""
-    tile_h, tile_w = math.ceil(h / factor), math.ceil(w / factor)
+    tile_h, tile_w = math.ceil(h / factor) * zoom, math.ceil(w / factor) * zoom
     return panel_w * (len(rows) * (tile_h + max(1, round(tile_h / 8))) - max(1, round(tile_h / 8))) / tile_w
 
 
