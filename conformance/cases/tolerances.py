@@ -124,8 +124,10 @@ def family_tolerance(**bounds: Bound) -> Tolerance:
 TRAITS: dict[str, Trait] = {
     "split-resize": Trait(
         "the split of a downscale by 16 or more (pytorch/executorch#19069 workaround) "
-        "samples other pixels than the direct resize; PT2E's fake-quant program is split too",
-        loosen={"vs_float_dq": dict(max_lsb=2.5), "vs_float": dict(max_lsb=2.5)},
+        "samples other pixels than the direct resize; PT2E's fake-quant program is split too, "
+        "into two requantizing RESIZEs in a row, each of which TOSA and torch may round "
+        "differently (as 'chain'; found by the explorer: 2 LSB on 16x56 at 1/13)",
+        loosen={"vs_fake_quant": dict(max_lsb=2), "vs_float_dq": dict(max_lsb=2.5), "vs_float": dict(max_lsb=2.5)},
     ),
     "align-corners-resize": Trait(
         "bilinear with align_corners=True: PT2E's fake-quant program itself is up to 2.2 LSB "
