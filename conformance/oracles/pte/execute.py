@@ -77,16 +77,18 @@ class TensorValue:
 
 
 def _numpy_dtype(code: int) -> np.dtype:
+    """The numpy dtype of an ExecuTorch ScalarType code."""
     name = SCALAR_TYPES.get(code)
     if name is None or name == "bfloat16":
         raise PlanError(f"scalar type {code} ({name}) is not supported here")
-    return np.dtype("bool" if name == "bool" else name)
+    return np.dtype(name)
 
 
 def _torch_dtype(code: int):
+    """The torch dtype of an ExecuTorch ScalarType code (a ``ScalarType`` argument)."""
     import torch
 
-    return getattr(torch, {"bool": "bool"}.get(SCALAR_TYPES[code], SCALAR_TYPES[code]))
+    return getattr(torch, SCALAR_TYPES[code])
 
 
 class PlanInterpreter:
