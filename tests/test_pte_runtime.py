@@ -218,6 +218,7 @@ def test_a_crashing_program_fails_alone(tmp_path, exported):
     assert pid is not None
     load_pte_meta(good)
     assert (runtime.CHILD.pid, runtime.CHILD.starts) == (pid, starts)  # the same child served both
+    assert runtime.CHILD.peak_rss_mib() > 100  # torch and the runtime are loaded
     with pytest.raises(PteRuntimeError, match=r"loading .*overwritten.pte: the runtime child crashed \(SIG"):
         load_pte_meta(corrupt, verification="minimal")
     assert runtime.CHILD.pid is None  # found dead, not reused

@@ -122,6 +122,16 @@ class RuntimeChild:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
+    def peak_rss_mib(self) -> float | None:
+        """The live child's resident-set high-water mark (VmHWM), in MiB: a
+        child not yet waited for is not in this process's RUSAGE_CHILDREN."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text() if self.pid else ""
+        except OSError:
+            return None
+        kib = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), None)
+        return None if kib is None else round(kib / 1024, 1)
+
     def _start(self, what: str) -> None:
         self.close()
         self._tmp = tempfile.TemporaryDirectory(prefix="pte-child-")
