@@ -294,7 +294,7 @@ def matrix_row(baseline: dict | None, report: dict, name: str) -> dict:
     record = report.get("candidate") or {}
     cases = report.get("cases") or []
     row = {"candidate": record.get("name") or name, "scope": record.get("scope", "?"),
-           "cases": len(cases), "versions": record.get("versions") or {}}
+           "cases": len(cases), "versions": record.get("versions") or {}, "pins": record.get("pins") or []}
     installs = record.get("installs", bool(cases))
     runs = record.get("runs", bool(cases))
     row["installs"] = _yes_no(installs) + ("" if installs else f": {record.get('reason')}")
@@ -342,7 +342,7 @@ def matrix_row(baseline: dict | None, report: dict, name: str) -> dict:
         unneeded = [w["name"] for w in ledger if not w["needed"]]
         row["workarounds"] = (f"all {len(ledger)}" if not unneeded else
                               f"{len(ledger) - len(unneeded)} of {len(ledger)}; not needed: " + ", ".join(unneeded))
-    row["warnings"] = (f"{len(new_warnings)}: " + "; ".join(w.replace("|", "/")[:120] for w in new_warnings[:3]) +
+    row["warnings"] = (f"{len(new_warnings)}: " + "; ".join(w.replace("|", "/")[:160] for w in new_warnings[:3]) +
                        (" ..." if len(new_warnings) > 3 else "")) if new_warnings else "none"
     return row
 
@@ -381,7 +381,8 @@ def render_matrix(baseline: dict | None, reports: list[tuple[str, dict]], baseli
         lines.insert(-2, "Baseline: " + ", ".join(f"{k} {v}" for k, v in sorted(base_versions.items()) if v) + ".\n")
     for row in rows:
         versions = ", ".join(f"{k} {v}" for k, v in sorted(row["versions"].items())
-                             if v and base_versions.get(k) != v) or "-"
+                             if v and base_versions.get(k) != v) or (
+            "pins (not installed): " + ", ".join(row["pins"]) if row["pins"] and not row["versions"] else "-")
         lines.append(f"| {row['candidate']} | {row['cases']} | `{row['scope'] or '(all)'}` | {versions} |")
     return "\n".join(lines) + "\n"
 
