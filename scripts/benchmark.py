@@ -54,21 +54,28 @@ SHARD_SPREAD = 0.10
 
 
 class Run:
-    """One pytest run of the suite: wall seconds, its report, its output."""
+    """One pytest run of the suite: wall seconds, its report, its output.
+    ``start=False`` only starts it (:meth:`wait` ends it): runs side by side."""
 
-    def __init__(self, out: Path, extra: list[str]) -> None:
+    def __init__(self, out: Path, extra: list[str], start: bool = True) -> None:
         self.report_dir, self.artifacts = out / "report", out / "artifacts"
-        cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
-               "--vgf-report", str(self.report_dir), "--vgf-artifacts", str(self.artifacts), *extra]
-        start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        self.wall = time.perf_counter() - start
-        self.stdout = proc.stdout
-        summary = [line for line in proc.stdout.splitlines() if " passed" in line or " failed" in line]
-        print(f"$ {' '.join(cmd[2:])}\n  exit {proc.returncode} in {self.wall:.1f} s: "
-              f"{summary[-1] if summary else proc.stdout[-500:] + proc.stderr[-500:]}")
+        self.cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
+                    "--vgf-report", str(self.report_dir), "--vgf-artifacts", str(self.artifacts), *extra]
+        self.start = time.perf_counter()
+        self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if start:
+            self.wait()
+
+    def wait(self) -> "Run":
+        stdout, stderr = self.proc.communicate()
+        self.wall = time.perf_counter() - self.start
+        self.stdout = stdout
+        summary = [line for line in stdout.splitlines() if " passed" in line or " failed" in line]
+        print(f"$ {' '.join(self.cmd[2:])}\n  exit {self.proc.returncode} in {self.wall:.1f} s: "
+              f"{summary[-1] if summary else stdout[-500:] + stderr[-500:]}")
         self.report = json.loads((self.report_dir / "report.json").read_text())
         self.run = self.report.get("run") or {}
+        return self
 
     def tier_seconds(self, *tiers: str) -> float:
         return sum(entry["seconds"] for tier, entry in self.run.get("tiers", {}).items() if tier in tiers)
@@ -170,21 +177,29 @@ def overhead(ids: list[str], out: Path, repeat: int) -> tuple[float, str]:
         f"{100 * (harness_wall / bare_wall - 1):+.1f}%")
 
 
-def shards(counts: list[int], out: Path, workers: str, select: list[str]) -> list[tuple[str, str, bool]]:
-    """The quick tier as N shards, one after the other: predicted and measured."""
+def shards(counts: list[int], out: Path, workers: str, select: list[str],
+           side_by_side: bool) -> list[tuple[str, str, bool]]:
+    """The quick tier as N shards, one after the other (each with ``-n
+    workers``, as on its own CI machine), or side by side (each with one
+    worker, so that all see the same load of a shared machine): predicted
+    and measured."""
     from conformance.cases import CASES
     from conformance.harness import durations
 
     seconds = durations.load(None).restricted(CASES)
     rows = []
-    print("\n## Shards of the quick tier (-m quick --vgf-shard I/N, one after the other)\n")
+    how = "side by side, one worker each" if side_by_side else f"one after the other, -n {workers} each"
+    print(f"\n## Shards of the quick tier (-m quick --vgf-shard I/N, {how})\n")
     print("| shards | shard | cases | predicted s | wall s | seconds in tests |\n|---|---|---|---|---|---|")
     for count in counts:
         predicted, walls, busy = [], [], []
-        for index in range(1, count + 1):
-            run = Run(out / f"shards-{count}-{index}",
-                      ["-n", workers, "-m", "quick", "--vgf-shard", f"{index}/{count}", "--vgf-progress", "0",
-                       *select])
+        started = [Run(out / f"shards-{count}-{index}",
+                       ["-n", "1" if side_by_side else workers, "-m", "quick", "--vgf-shard", f"{index}/{count}",
+                        "--vgf-progress", "0", *select], start=not side_by_side)
+                   for index in range(1, count + 1)]
+        for index, run in enumerate(started, 1):
+            if side_by_side:
+                run.wait()
             members = [c["id"] for c in run.report["cases"]]
             predicted.append(sum(seconds(c) for c in members))
             walls.append(run.wall)
@@ -192,32 +207,13 @@ def shards(counts: list[int], out: Path, workers: str, select: list[str]) -> lis
             print(f"| {count} | {index} | {len(members)} | {predicted[-1]:.1f} | {walls[-1]:.1f} | {busy[-1]:.1f} |")
         spread = lambda values: (max(values) - min(values)) / max(values)  # noqa: E731
         ok = spread(predicted) <= SHARD_SPREAD and spread(walls) <= SHARD_SPREAD
-        rows.append((f"{count} shards within {SHARD_SPREAD:.0%} (quick tier; predicted / wall / in tests)",
+        rows.append((f"{count} shards within {SHARD_SPREAD:.0%} (quick tier, {how}; predicted / wall / in tests)",
                      f"{spread(predicted):.1%} / {spread(walls):.1%} / {spread(busy):.1%}", ok))
     return rows
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="only the quick tier (no full matrix)")
-    parser.add_argument("--workers", default="auto", help="pytest -n value (default auto)")
-    parser.add_argument("--overhead-cases", type=int, default=16,
-                        help="cases for the overhead measurement (0: skip it)")
-    parser.add_argument("--overhead-repeat", type=int, default=3,
-                        help="bare/suite pairs of the overhead measurement (the fastest counts)")
-    parser.add_argument("--shards", default="", help="shard counts to measure on the quick tier, e.g. 2,4")
-    parser.add_argument("--out", type=Path, default=None, help="keep reports and artifacts here")
-    parser.add_argument("--vulkan-batch", type=int, default=None,
-                        help="--vgf-vulkan-batch of the suite runs (default: the suite's)")
-    parser.add_argument("-k", dest="select", default=None,
-                        help="only cases matching this -k expression (a trial of the script, not the targets)")
-    args = parser.parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="vgf-bench-"))
-    out.mkdir(parents=True, exist_ok=True)
-    common = ["-n", args.workers] + ([] if args.vulkan_batch is None else ["--vgf-vulkan-batch", str(args.vulkan_batch)])
-    common += [] if args.select is None else ["-k", args.select]
-    targets: list[tuple[str, str, bool | None]] = []
-
+def measure_runs(args, out: Path, common: list[str], targets: list) -> None:
+    """The quick tier (and the full matrix): every target but the shards."""
     quick = Run(out / "quick", [*common, "-m", "quick"])
     runs = [quick]
     full = None if args.quick else Run(out / "full", common)
@@ -256,9 +252,38 @@ def main() -> int:
         print(text)
         targets.append((f"harness overhead over bare export_model (<= {OVERHEAD_PCT:.0f} %)",
                         f"{pct:+.1f} % ({len(ids)} cases)", pct <= OVERHEAD_PCT))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="only the quick tier (no full matrix)")
+    parser.add_argument("--workers", default="auto", help="pytest -n value (default auto)")
+    parser.add_argument("--overhead-cases", type=int, default=16,
+                        help="cases for the overhead measurement (0: skip it)")
+    parser.add_argument("--overhead-repeat", type=int, default=3,
+                        help="bare/suite pairs of the overhead measurement (the fastest counts)")
+    parser.add_argument("--shards", default="", help="shard counts to measure on the quick tier, e.g. 2,4")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="run a count's shards at the same time, one worker each (a shared machine)")
+    parser.add_argument("--skip-quick", action="store_true",
+                        help="no quick-tier run (e.g. only --shards); its targets are not measured")
+    parser.add_argument("--out", type=Path, default=None, help="keep reports and artifacts here")
+    parser.add_argument("--vulkan-batch", type=int, default=None,
+                        help="--vgf-vulkan-batch of the suite runs (default: the suite's)")
+    parser.add_argument("-k", dest="select", default=None,
+                        help="only cases matching this -k expression (a trial of the script, not the targets)")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="vgf-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    common = ["-n", args.workers] + ([] if args.vulkan_batch is None else ["--vgf-vulkan-batch", str(args.vulkan_batch)])
+    common += [] if args.select is None else ["-k", args.select]
+    targets: list[tuple[str, str, bool | None]] = []
+
+    if not args.skip_quick:
+        measure_runs(args, out, common, targets)
     if args.shards:
         targets += shards([int(n) for n in args.shards.split(",")], out, args.workers,
-                          [] if args.select is None else ["-k", args.select])
+                          [] if args.select is None else ["-k", args.select], args.side_by_side)
 
     print("\n## Targets\n")
     print("| target | measured | result |\n|---|---|---|")
