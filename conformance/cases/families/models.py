@@ -7,8 +7,11 @@ Per-element max LSB does not scale with depth: each requantizing op may
 round differently, and a deep graph accumulates that. So against the float
 model (raw and on the dequantized inputs) these cases are held to
 *statistical* bounds: a minimum SNR in dB and a 99th-percentile error in
-LSB, with a max-error cap; against the fake-quantized program to a max LSB.
-Each model's bounds are measured and stated in
+LSB, with a max-error cap; against the fake-quantized program to a max LSB,
+a p99 and a bias bound.
+Each model's bounds are measured (``python -m conformance.cases.families.models
+[CASE_ID...]`` prints the worst over three input seeds and the bounds the rule
+gives) and stated in
 :data:`conformance.cases.tolerances.MODEL_BOUNDS` (its trait ``model-<name>``);
 Vulkan stays bit-exact with the TOSA-reference path.
 """
@@ -73,3 +76,65 @@ EXPECTATIONS = {
 }
 
 FAMILY = Family("models", __doc__, _cases, MODEL_TOLERANCE, QUICK, EXPECTATIONS)
+
+
+# ---------------------------------------------------------------------------
+# Measuring the bounds: python -m conformance.cases.families.models [ID...]
+# ---------------------------------------------------------------------------
+#: Input seeds a model's bounds are measured over: the case's own inputs and
+#: two other draws (each calibrates its own quantization).
+MEASURE_SEEDS = ("", "-seed1", "-seed2")
+
+
+def propose_bounds(worst: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The rule of :data:`conformance.cases.tolerances.MODEL_BOUNDS` applied to
+    the worst statistics of one model (comparison -> max_lsb, p99_lsb, snr_db):
+    LSB bounds 1.5x the worst, rounded up to 0.1; SNR floors the worst minus
+    3.5 dB (1.5x the error's amplitude), rounded down to 0.1."""
+    import math
+
+    def up(lsb: float) -> float:  # on the golden's rounding (0.01 LSB), so float noise cannot add 0.1
+        return math.ceil(round(round(lsb, 2) * 15, 6)) / 10
+
+    return {what: {"max_lsb": up(w["max_lsb"]), "p99_lsb": up(w["p99_lsb"]),
+                   "min_snr_db": math.floor(round((round(w["snr_db"], 1) - 3.5) * 10, 6)) / 10}
+            for what, w in worst.items()}
+
+
+def measure_bounds(case_ids=(), artifacts=None) -> dict[str, dict]:
+    """Export each model case on :data:`MEASURE_SEEDS` and return, per case,
+    the worst statistics of each comparison over its seeds and outputs, and
+    the bounds :func:`propose_bounds` derives from them."""
+    import dataclasses
+    import math
+    import tempfile
+    from pathlib import Path
+
+    from conformance.harness.runner import run_case
+
+    root = Path(artifacts or tempfile.mkdtemp(prefix="model-bounds-"))
+    found = {}
+    for case in FAMILY.build():
+        if case_ids and case.id not in case_ids:
+            continue
+        worst: dict[str, dict[str, float]] = {}
+        for suffix in MEASURE_SEEDS:
+            run = run_case(dataclasses.replace(case, id=case.id + suffix), root)  # the id seeds the inputs
+            if run.numerics is None:
+                raise RuntimeError(f"{case.id}{suffix}: {run.failure.describe() if run.failure else 'no numerics'}")
+            for name, comparisons in run.numerics.comparisons.items():
+                for c in comparisons:
+                    w = worst.setdefault(name, {"max_lsb": 0.0, "p99_lsb": 0.0, "snr_db": math.inf, "bias_lsb": 0.0})
+                    w.update(max_lsb=max(w["max_lsb"], c.max_lsb), p99_lsb=max(w["p99_lsb"], c.p99_lsb),
+                             snr_db=min(w["snr_db"], c.snr_db), bias_lsb=max(w["bias_lsb"], abs(c.bias_lsb)))
+        found[case.id] = {"worst": worst, "proposed": propose_bounds(worst)}
+    return found
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    from conformance.text import round_floats
+
+    print(json.dumps(round_floats(measure_bounds(tuple(sys.argv[1:]))), indent=1, sort_keys=True))
