@@ -124,3 +124,14 @@ def test_profile_export_report_says_where_a_runs_time_went(tmp_path):
     assert "| export | 1 | 2.0 | 67% |" in text and "| resize (quick) | 1 | 3.60 | 3.6 |" in text
     assert "| c | 3.6 | export 2.6, pte 1.0 |" in text and f"| {OTHER} | 30.0 |" in text
     assert "| gw0 | 2 | 3.6 | 39.0 s |" in text and "gw0 500 MiB (child 520 MiB)" in text
+
+
+def test_the_report_marks_the_first_case_of_each_worker():
+    report = plugin.CaseReport(_config(**{"--vgf-progress": 0}))
+    for case, worker in (("a", "gw0"), ("b", "gw1"), ("c", "gw0")):
+        for when in ("setup", "call", "teardown"):
+            entry = _report(_nodeids([case])[0], when, 1.0)
+            entry.node = SimpleNamespace(gateway=SimpleNamespace(id=worker))
+            report.pytest_runtest_logreport(entry)
+    assert [bool(report.cases[c]["run"].get("first_on_worker")) for c in "abc"] == [True, True, False]
+    assert report.run_times()["workers"]["gw0"]["tests"] == 2

@@ -153,3 +153,12 @@ def test_a_bad_durations_file_is_a_usage_error(tmp_path):
                            "-p", "no:cacheprovider", "--vgf-durations", str(bad)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0 and "is not a durations file" in proc.stderr
+
+
+def test_the_first_case_of_a_worker_is_not_measured():
+    """It also paid the worker's warm-up (first export, the .pte child's start)."""
+    record = {"id": "a", "run": {"tests_seconds": {"test_export": 9.0}, "first_on_worker": True}}
+    assert durations.case_seconds(record) is None
+    assert durations.measured({"cases": [record]}) == {}
+    record["run"]["first_on_worker"] = False
+    assert durations.measured({"cases": [record]}) == {"a": 9.0}

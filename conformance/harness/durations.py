@@ -100,6 +100,8 @@ def case_seconds(record: dict) -> float | None:
     """A report record's seconds (see the module docstring), or None when the
     run did not record its tests' durations."""
     run = record.get("run") or {}
+    if run.get("first_on_worker"):
+        return None  # its seconds include its worker's warm-up (see the plugin)
     tests = run.get("tests_seconds")
     if not tests:  # a report of an older plugin: the case's stages only
         stages = run.get("seconds") or {}

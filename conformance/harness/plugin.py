@@ -423,6 +423,7 @@ class CaseReport:
         self.tier_tests: Counter = Counter()
         self.start = time.perf_counter()
         self.memory: dict[str, dict] = {}  # worker id -> peak_memory()
+        self.first_case: dict[str, str] = {}  # worker id -> the first case it ran
         self.busy: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])  # worker -> tests, seconds, last end
         every = config.getoption("--vgf-progress")
         quiet = every is None and config.get_verbosity() < 0
@@ -479,6 +480,11 @@ class CaseReport:
         if report.when == "call" or report.failed or report.skipped:
             test = report.nodeid.split("::")[-1].split("[")[0]
             entry.setdefault("tests", {})[test] = _outcome(report)
+        worker = node.gateway.id if node is not None else "main"
+        if self.first_case.setdefault(worker, case_id) == case_id:
+            # It also paid its worker's warm-up (the first export, the .pte
+            # child's start): its seconds are not the case's own.
+            entry.setdefault("run", {})["first_on_worker"] = True
         test_seconds = entry.setdefault("run", {}).setdefault("tests_seconds", {})
         test = _test_name(report.nodeid)
         test_seconds[test] = round(test_seconds.get(test, 0.0) + report.duration, 3)
