@@ -198,3 +198,10 @@ def test_diff_and_compat_need_only_the_standard_library():
     done = subprocess.run([sys.executable, "-S", "-c", "import conformance.report"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_merge_is_forwarded_to_the_harness_command(monkeypatch):
+    seen = []
+    monkeypatch.setattr("conformance.harness.report.main", lambda argv: seen.append(argv) or 0)
+    assert main(["merge", "out", "shard-1", "shard-2"]) == 0
+    assert seen == [["merge", "out", "shard-1", "shard-2"]]
