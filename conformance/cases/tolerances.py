@@ -156,6 +156,16 @@ TRAITS: dict[str, Trait] = {
         loosen={"vs_float_dq": dict(outliers=OUTLIERS_COMPUTED_NEAREST, outlier_max_lsb=254),
                 "vs_float": dict(outliers=OUTLIERS_COMPUTED_NEAREST, outlier_max_lsb=254)},
     ),
+    "basegrid-nearest": Trait(
+        "nearest sampling through base grid + flow: the add's output is an int8 activation "
+        "(step about 1.2/127, 0.073 texel at width 16) that the dequantized-input and float "
+        "references cannot see, so coordinates within half a step of a texel boundary pick "
+        "the neighbour (measured on the three basegrid-flow nearest cases: up to 3.65 % of "
+        "elements against the dequantized-input model, 4.17 % against the raw float model, "
+        "85 LSB; allowed 1.5x that; the lowered program equals fake-quant, 0 LSB)",
+        loosen={"vs_float_dq": dict(outliers=0.055, outlier_max_lsb=254),
+                "vs_float": dict(outliers=0.0625, outlier_max_lsb=254)},
+    ),
     "clipped-grid": Trait(
         "grid coordinates beyond [-1, 1] with zeros or reflection padding: the SNORM16 grid "
         "qspec (scale 1/32767, range [-32767, 32767]) clips them to [-1, 1] by design, also "
@@ -267,15 +277,18 @@ MODEL_BOUNDS: dict[str, tuple[str, dict[str, Bound]]] = {
         "a segmentation head (5 convs, 3 of them stride 2, logits at 1/8 resized to the input with "
         "align_corners False and True; float outputs, in units of 1/127, the logits' int8 step is about "
         "1.4 of them): the lowered program is farther from fake-quant (measured max 12.12, p99 8.66, "
-        "bias +0.90) than fake-quant is from float (max 4.94, p99 2.89): the conv stack's rounding "
-        "differences grow layer by layer; vs dequantized-input float max 11.55, p99 8.50, SNR >= "
+        "bias +0.90) than fake-quant is from float (max 4.94, p99 2.89): each conv+ReLU's folded "
+        "RESCALE saturates at -128 instead of the ReLU's zero point -127 (docs/divergences.md, "
+        "'ReLU folded into a narrow-range RESCALE'), a shift the next convs carry and amplify; a fix "
+        "upstream shows as a numerics change in the golden; vs dequantized-input float max 11.55, p99 8.50, SNR >= "
         "24.6 dB; vs float max 11.37, p99 8.48, SNR >= 24.6 dB",
         {"vs_fake_quant": _statistical(18.2, 13.0, bias_lsb=1.4),
          "vs_float_dq": _statistical(17.4, 12.8, 21.1),
          "vs_float": _statistical(17.1, 12.8, 21.1)}),
     "unet": (
         "a two-level U-Net (6 convs, max-pools, nearest x2 upsampling, skip concatenations, a clamp): "
-        "measured vs fake-quant max 9, p99 6, bias 0.43; vs dequantized-input float max 10.03, p99 "
+        "measured vs fake-quant max 9, p99 6, bias 0.43 (five conv+ReLUs, each 1 LSB below its zero "
+        "on negative inputs, as in the segmentation head); vs dequantized-input float max 10.03, p99 "
         "5.83, SNR >= 28.2 dB; vs float max 10.07, p99 5.94, SNR >= 28.1 dB",
         {"vs_fake_quant": _statistical(13.5, 9.0, bias_lsb=0.65),
          "vs_float_dq": _statistical(15.1, 8.8, 24.7),
