@@ -336,3 +336,26 @@ def test_a_flipped_output_dim_order_is_found(exported, tmp_path):
 def test_meta_round_trips_through_json(grid_meta):
     again = PteMeta.from_dict(json.loads(json.dumps(grid_meta.to_dict())))
     assert again == grid_meta
+
+
+def test_nearest_exact_reads_a_mislabelled_delegate_output(tmp_path):
+    """What executing the shipped file found: in resize-nearest-exact-* the VGF
+    delegate writes its float output [1, 4, 8, 9] as the TOSA graph says
+    (NCHW bytes), program.pte labels that value channels-last, so the CPU
+    gather after it reads a transposed image. Relabelled NCHW, the program
+    equals the lowered one: the label is the whole difference."""
+    run = run_case(CASES["resize-nearest-exact-up2-int8io"], tmp_path / "export")
+    inputs, want = _inputs(run), [x.numpy() for x in run.numerics.program.outputs]
+    (found,) = output_differences(
+        execute_program(run.result.artifacts.program, inputs, run.result.artifacts.root), want)
+    assert re.match(r"output 0 \(int8\[1, 4, 16, 18\]\): 1140 of 1152 elements differ", found)
+
+    def relabel(program):
+        plan = program.execution_plan[0]
+        call = plan.chains[0].instructions[0].instr_args  # the delegate: input, then its outputs
+        written = plan.values[call.args[1]].val
+        assert (list(written.sizes), list(written.dim_order)) == ([1, 4, 8, 9], [0, 2, 3, 1])
+        written.dim_order = [0, 1, 2, 3]
+
+    path = _rewritten(run, tmp_path, relabel)
+    assert output_differences(execute_program(path, inputs, run.result.artifacts.root), want) == []

@@ -11,8 +11,10 @@ way the runtime does, from what the file holds and nothing else:
   read from there. Overlapping lifetimes, a wrong dim order or a reordered
   chain change the result, as they would on a device;
 * ``KernelCall``: the operator by name (``torch.ops.<ns>.<name>.<overload>``,
-  the out variants the program names) on the tensors seen through their
-  declared dim order; the results are written back into their memory;
+  the out variants the program names; ``quantized_decomposed``'s come from
+  ExecuTorch's AOT library ``executorch.kernels.quantized``) on the tensors
+  seen through their declared dim order; the results are written back into
+  their memory;
 * ``DelegateCall``: the delegate's payload (inline data of the file) on the
   reference of its backend id (:data:`DELEGATES`): a grid-sampler payload by
   :mod:`conformance.oracles.grid_sampler_reference`; a VGF payload by the
@@ -332,6 +334,8 @@ def execute_pte(pte_path: str | Path, inputs: Sequence[np.ndarray],
                 artifacts_root: str | Path | None = None) -> list[np.ndarray]:
     """Execute ``forward`` of the program at ``pte_path`` on logical ``inputs``
     (in this process: the child calls it)."""
+    import executorch.kernels.quantized  # noqa: F401  (quantized_decomposed::*.out, ExecuTorch's AOT kernels)
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (the quantized_decomposed op schemas)
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     pte_file = deserialize_pte_binary(Path(pte_path).read_bytes())
