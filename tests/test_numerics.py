@@ -158,3 +158,15 @@ def test_the_bias_bound_is_meaningful_on_tiny_outputs():
     assert "bias +0.800 LSB beyond +-0.75 LSB (4 elements)" in message
     many = torch.zeros(1, 4, 8, 8)
     assert bound.problems(compare(many, many + 0.6 * UNIT, UNIT))  # 256 elements: +-0.531
+
+
+def test_the_grid_reference_reads_the_lowest_snorm16_code_as_minus_one():
+    """A RESCALE before the sampler saturates at -32768 (below the SNORM16
+    qspec's -32767); an SNORM texel reads it as -1.0, and so must the
+    reference (else nearest at the -0.5 pixel tie picks the zero padding)."""
+    from conformance.oracles.grid_sampler_reference import dequantize
+    from vgf_export.grid_sampler_backend import QuantParams
+
+    snorm16 = QuantParams(scale=1 / 32767, zero_point=0, quant_min=-32767, quant_max=32767)
+    got = dequantize(np.array([-32768, -32767, 0, 32767], dtype=np.int16), snorm16)
+    assert got.tolist() == pytest.approx([-1.0, -1.0, 0.0, 1.0], abs=1e-7)

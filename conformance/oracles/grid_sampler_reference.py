@@ -107,9 +107,16 @@ def grid_sample(
 
 
 def dequantize(q: np.ndarray, quant: QuantParams | None) -> np.ndarray:
+    """``(q - zero_point) * scale`` of ``q`` clamped to the qspec's range: as an
+    SNORM texel converts (Vulkan: ``max(c / (2^(b-1) - 1), -1.0)``, so the
+    lowest code -2^(b-1) reads as -1.0). A RESCALE before the sampler may
+    write that code: ExecuTorch lowers a requantization to SNORM16 as a
+    RESCALE saturating at -32768, not at the qspec's -32767
+    (docs/divergences.md, "Base grid + flow")."""
     if quant is None:
         return np.asarray(q, dtype=_F32)
-    return (np.asarray(q).astype(_F32) - _F32(quant.zero_point)) * _F32(quant.scale)
+    q = np.clip(np.asarray(q), quant.quant_min, quant.quant_max)
+    return (q.astype(_F32) - _F32(quant.zero_point)) * _F32(quant.scale)
 
 
 def quantize(x: np.ndarray, quant: QuantParams, dtype: str) -> np.ndarray:

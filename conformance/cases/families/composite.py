@@ -103,16 +103,16 @@ def _dimension_cases() -> list[Case]:
                   [_image(12, 16, n=2), _flow(n=2)], FLOW_IO),
     ]
     # The frame-interpolation warp: grid_sample(image, base + flow.permute(0, 2, 3, 1)).
-    # Not in the table yet (docs/divergences.md, "Base grid + flow"): nearest
-    # (the lowered program differs from fake-quant on ~5 % of elements, and
-    # Vulkan from the TOSA-reference path on texel ties), and the linspace
-    # base at batch 2 (one element 1 step off on Vulkan).
+    # Not in the table (docs/divergences.md, "Base grid + flow"): the linspace
+    # base at batch 2 (one element 1 step off on Vulkan). Nearest with border
+    # padding: the lowered program equals fake-quant once the grid-sampler
+    # reference reads the RESCALE's -32768 as SNORM does (-1.0).
     for base in ("buffer", "linspace"):
         for n in (1, 2):
-            for mode, padding in (("bilinear", "border"),):
+            for mode, padding in (("bilinear", "border"), ("nearest", "border")):
                 if base == "linspace" and n == 2:
                     continue
-                traits = ("chain", "computed-grid-nearest") if mode == "nearest" else ("chain", "computed-grid")
+                traits = ("chain", "basegrid-nearest") if mode == "nearest" else ("chain", "computed-grid")
                 batch = f"-n{n}" if n > 1 else ""
                 cases.append(composite(
                     f"basegrid-flow-{base}-rgba-{mode}-{padding}{batch}-int8io",
