@@ -140,8 +140,15 @@ def grid_params(draw, features: dict, limits: Limits = Limits(), workarounds_off
         "io": draw(st.sampled_from(tuple(GRID_VARIANTS))),
     }
     default = features["default_out"][params["grid"]]
-    if features["out"]:
+    if features["out"] and not (params["mode"] == "nearest" and params["grid"] in ("identity", "zoom")):
         params["out"] = [draw(st.integers(1, limits.max_grid)) for _ in range(2)]
+    elif features["out"]:
+        # Nearest on an identity or zoom grid of another size than the image puts
+        # coordinates exactly on texel ties, which the SNORM16 grid moves: the
+        # raw-float comparison then says nothing (seed 3's group 1, seed 4's 1
+        # and 2: docs/explorer/seed-3-findings.md). The table keeps them at the
+        # image's size too (grid_sample.OUT).
+        params["out"] = list(default)
     else:
         params["out"] = default
     params["batch"] = draw(st.integers(1, limits.max_batch)) if features["batch"] else 1
