@@ -174,6 +174,17 @@ def _notes(rows: list[dict], s: dict) -> list[str]:
             "`get_vgf_snorm_quantization_config` quantizes the grid as an int8 activation (scale from "
             "calibration, about 1/127 of the grid's range) where the project's default is an SNORM16 grid; "
             "a coordinate error of a quarter texel costs several LSB on a textured image.")
+    departed = [r for r in rows if (r["upstream_vs_own_fake_quant"] or 0) > 1.0]
+    if departed:
+        identity = sum("-identity-" in r["case"] for r in departed)
+        notes.append(
+            f"- **The lowering against its own PT2E program**: {len(departed)} cases are more than 1 LSB off "
+            f"the upstream's own fake-quantized program (up to "
+            f"{max(r['upstream_vs_own_fake_quant'] for r in departed):g} LSB; outcomes: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(r["outcome"] for r in departed).items()))
+            + f"); {identity} of them sample with an identity grid. Those are departures of the lowering (or "
+            "of its run on the emulation layer), not of the quantization; the unstable runs below point "
+            "at the run.")
     if s["outcomes"].get(Outcome.UNSTABLE.value):
         notes.append(
             f"- **unstable** ({s['outcomes'][Outcome.UNSTABLE.value]} cases): the same scenario, run twice "
