@@ -55,7 +55,9 @@ def test_the_team_repository_runs_fails_on_a_changed_model_and_accepts_it(team):
 
     # Its committed goldens hold: every tier passes, on its cases only.
     result, outcomes = _run(team)
-    assert result.ret == 0, result.stdout.str()[-4000:]
+    assert result.ret == 0, (
+        result.stdout.str()[-4000:] + "\nIf the golden format changed on purpose, regenerate the example's "
+        "goldens: cd examples/team-repo && pytest -n 0 --snapshot-update (and review them)")
     assert set(outcomes) == TEAM_CASES  # the built-in matrix does not run
     assert all(tests == dict.fromkeys(TIERS, "PASSED") for tests in outcomes.values()), outcomes
 
