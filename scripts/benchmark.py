@@ -61,18 +61,21 @@ class Run:
         self.report_dir, self.artifacts = out / "report", out / "artifacts"
         self.cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
                     "--vgf-report", str(self.report_dir), "--vgf-artifacts", str(self.artifacts), *extra]
+        out.mkdir(parents=True, exist_ok=True)
+        self.log = out / "pytest.log"
         self.start = time.perf_counter()
-        self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with self.log.open("w") as log:  # a file, not a pipe: runs side by side never block on output
+            self.proc = subprocess.Popen(self.cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
         if start:
             self.wait()
 
     def wait(self) -> "Run":
-        stdout, stderr = self.proc.communicate()
+        self.proc.wait()
         self.wall = time.perf_counter() - self.start
-        self.stdout = stdout
+        stdout = self.stdout = self.log.read_text()
         summary = [line for line in stdout.splitlines() if " passed" in line or " failed" in line]
         print(f"$ {' '.join(self.cmd[2:])}\n  exit {self.proc.returncode} in {self.wall:.1f} s: "
-              f"{summary[-1] if summary else stdout[-500:] + stderr[-500:]}")
+              f"{summary[-1] if summary else stdout[-1000:]}")
         self.report = json.loads((self.report_dir / "report.json").read_text())
         self.run = self.report.get("run") or {}
         return self
@@ -197,8 +200,13 @@ def shards(counts: list[int], out: Path, workers: str, select: list[str],
                        ["-n", "1" if side_by_side else workers, "-m", "quick", "--vgf-shard", f"{index}/{count}",
                         "--vgf-progress", "0", *select], start=not side_by_side)
                    for index in range(1, count + 1)]
+        while side_by_side and any(run.proc.poll() is None for run in started):
+            time.sleep(0.2)  # each run's wall ends when it does, not when it is waited for
+            for run in started:
+                if run.proc.poll() is not None and not hasattr(run, "wall"):
+                    run.wait()
         for index, run in enumerate(started, 1):
-            if side_by_side:
+            if not hasattr(run, "wall"):
                 run.wait()
             members = [c["id"] for c in run.report["cases"]]
             predicted.append(sum(seconds(c) for c in members))
