@@ -15,7 +15,7 @@ from conformance.goldens import changed_sections, describe_changes, golden_path
 from conformance.oracles.compare import compare, dequantize
 from conformance.oracles.lowered import output_quant, quantize_inputs
 from conformance.oracles.references import ORACLES
-from conformance.harness.plugin import record_case
+from conformance.harness.plugin import accept_command, record_case
 from conformance.harness.errormaps import write_case_maps
 from conformance.harness.html import golden_diff
 from conformance.oracles.pte import PteRuntimeError, execute_program, load_pte_meta, run_cpu_program
@@ -55,7 +55,7 @@ def test_golden(case_run, golden, request):
     assert golden == current, (
         f"golden of {case_run.case.id} changed in sections {changed} ({stored}).\n"
         "If the change is intended, accept it with:\n"
-        f"  scripts/conformance.sh -k '{case_run.case.id}' --snapshot-update"
+        f"  {accept_command(request.config, case_run.case.id)}"
     )
 
 

@@ -64,7 +64,7 @@ def test_a_test_reported_twice_or_unknown_does_not_count():
 
 
 def _config(**options):
-    values = {"--vgf-progress": None, "--vgf-report": None, **options}
+    values = {"--vgf-progress": None, "--vgf-report": None, "--vgf-golden-dir": None, **options}
     return SimpleNamespace(getoption=values.__getitem__, get_verbosity=lambda: options.get("verbosity", 0),
                            pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
 
@@ -135,3 +135,30 @@ def test_the_report_marks_the_first_case_of_each_worker():
             report.pytest_runtest_logreport(entry)
     assert [bool(report.cases[c]["run"].get("first_on_worker")) for c in "abc"] == [True, True, False]
     assert report.run_times()["workers"]["gw0"]["tests"] == 2
+
+
+@pytest.mark.parametrize("nodeid, case", [
+    ("conformance/test_cases.py::test_export[resize-a]", "resize-a"),
+    ("conformance/test_cases.py::test_export[resize-a]@full-batch01", "resize-a"),  # xdist loadgroup
+    ("::test_golden[thumb-x2]", "thumb-x2"),  # a team repository's run: --pyargs, outside the rootdir
+    ("../venv/lib/python3.11/site-packages/conformance/test_cases.py::test_pte[c]", "c"),
+    ("conformance/test_workarounds.py::test_workaround_still_needed[resize-split]", None),
+    ("tests/test_report.py::test_x", None),
+    ("::test_golden", None),
+])
+def test_case_of_a_node_id(nodeid, case):
+    assert plugin._case_id(nodeid) == case
+
+
+def _invocation(args, golden_dir):
+    options = {"--vgf-golden-dir": golden_dir}
+    return SimpleNamespace(getoption=options.get, invocation_params=SimpleNamespace(args=tuple(args)))
+
+
+def test_the_accept_command_reruns_the_same_cases():
+    assert plugin.accept_command(_invocation(["-n", "auto"], None), "c") == \
+        "scripts/conformance.sh -k 'c' --snapshot-update"
+    team = _invocation(["--vgf-cases=cases.py", "-n", "auto", "--vgf-golden-dir", "my golden/"], "my golden/")
+    assert plugin.accept_command(team, "c") == \
+        "pytest --vgf-cases=cases.py --vgf-golden-dir 'my golden/' -k 'c' --snapshot-update"
+    assert plugin.suite_command(_invocation([], "golden")) == "pytest"  # given by the ini file's addopts

@@ -55,10 +55,10 @@ def delegation(case: dict) -> str:
     return shape + (" (+CPU ops)" if case.get("cpu_ops") else "")
 
 
-def rerun_commands(case: dict) -> list[str]:
-    """The commands that rerun a case: the suite on it, and its Vulkan scenario
-    when that tier did not pass."""
-    commands = [f"scripts/conformance.sh -k '{case['id']}'"]
+def rerun_commands(case: dict, suite: str = "scripts/conformance.sh") -> list[str]:
+    """The commands that rerun a case: the suite (the report's ``run.command``)
+    on it, and its Vulkan scenario when that tier did not pass."""
+    commands = [f"{suite} -k '{case['id']}'"]
     vulkan = (case.get("tests") or {}).get("test_vulkan")
     artifacts = (case.get("run") or {}).get("artifacts")
     if vulkan in ("failed", "error", "xfailed", "xpassed") and artifacts:
@@ -128,6 +128,7 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
     from conformance.harness.report import OUTCOME_ORDER, tolerance_margins
 
     cases = report["cases"]
+    suite = (report.get("run") or {}).get("command") or "scripts/conformance.sh"
     maps = maps or {}
     families = sorted({c.get("family", "?") for c in cases})
     by_family = {f: Counter(c["outcome"] for c in cases if c.get("family", "?") == f) for f in families}
@@ -137,7 +138,7 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
         interesting = (c["outcome"] not in ("passed", "skipped") or c.get("golden_changed")
                        or c["id"] in maps)
         rows.append({"case": c, "delegation": delegation(c), "numerics": numerics_rows(c),
-                     "maps": maps.get(c["id"], []), "rerun": rerun_commands(c),
+                     "maps": maps.get(c["id"], []), "rerun": rerun_commands(c, suite),
                      "interesting": bool(interesting),
                      "sections": c.get("golden_changed") or []})
     env = jinja2.Environment(loader=jinja2.PackageLoader("conformance.harness", "templates"),

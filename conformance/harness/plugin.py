@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import resource
+import shlex
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -290,10 +291,43 @@ def _outcome(report) -> str:
     return report.outcome
 
 
+CASE_TESTS_MODULE = "test_cases.py"  # conformance/test_cases.py: the tests of each case
+
+
 def _case_id(nodeid: str) -> str | None:
-    if "test_cases.py::" not in nodeid or "[" not in nodeid:
+    """The case of a test of conformance/test_cases.py, from its node id:
+    ``conformance/test_cases.py::test_export[<case>]`` in this repository,
+    ``::test_export[<case>]`` in a team repository's run (``--pyargs``, the
+    module outside the rootdir, so its path is left out); under ``--dist
+    loadgroup`` xdist appends ``@<group>``."""
+    module, _, test = nodeid.partition("::")
+    if module and Path(module).name != CASE_TESTS_MODULE:
         return None
-    return nodeid[nodeid.index("[") + 1 : nodeid.rindex("]")]
+    if "::" in test or "[" not in test or "]" not in test:
+        return None
+    return test[test.index("[") + 1 : test.rindex("]")]
+
+
+def suite_command(config) -> str:
+    """The command that reruns this run's cases: ``scripts/conformance.sh`` on
+    the built-in table; on a case file (a team repository), pytest with the
+    ``--vgf-cases`` and ``--vgf-golden-dir`` arguments given on the command
+    line (those of an ini file's addopts apply again by themselves)."""
+    if config.getoption("--vgf-golden-dir") is None:
+        return "scripts/conformance.sh"
+    words, args = ["pytest"], list(config.invocation_params.args)
+    for i, arg in enumerate(args):
+        option = arg.split("=", 1)[0]
+        if option in ("--vgf-cases", "--vgf-golden-dir"):
+            words.append(shlex.quote(arg))
+            if "=" not in arg and i + 1 < len(args):
+                words.append(shlex.quote(args[i + 1]))
+    return " ".join(words)
+
+
+def accept_command(config, case_id: str) -> str:
+    """The command that accepts a case's changed golden."""
+    return f"{suite_command(config)} -k '{case_id}' --snapshot-update"
 
 
 def peak_memory() -> dict[str, float]:
@@ -524,6 +558,7 @@ class CaseReport:
                       for tier in sorted(set(tiers) | set(self.tier_tests))},
             "other_tests": {nodeid: round(seconds, 2) for nodeid, seconds in sorted(self.other_tests.items())},
             "wall_seconds": round(time.perf_counter() - self.start, 1),
+            "command": suite_command(self.config),  # reruns a case with -k '<case id>'
             # Per worker: tests run, seconds in them, and when its last test
             # ended (seconds since the run started): workers that finish
             # together waste no time.
