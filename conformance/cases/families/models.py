@@ -52,7 +52,8 @@ def _cases() -> list[Case]:
         model_case("model-laplacian-blend-64x96-int8io", "laplacian-blend", lambda: zoo.LaplacianBlend(3),
                    [_smooth(3, 64, 96), _smooth(3, 64, 96), _smooth(1, 64, 96)],
                    (("int8", "int8", "int8"), ("int8",))),
-        # The stabiliser's correction is a float input (quantized inside).
+        # The stabiliser's correction delta [1, 2, 3] is a float input (quantized
+        # inside), drawn like a flow: small values in [-0.25, 0.25].
         model_case("model-affine-stabilize-rgba-96x128", "affine-stabilize", lambda: zoo.AffineStabilize((96, 128)),
                    [_smooth(4, 96, 128), InputSpec("flow", (1, 2, 3))], (("int8", "float"), ("int8",))),
         # Logits leave the program in float (an argmax or a softmax follows on the CPU).
