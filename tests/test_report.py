@@ -99,3 +99,31 @@ def test_export_warnings_are_deduplicated_without_machine_paths():
               for d in ("a1", "b2")]
     assert _distinct_warnings(caught) == [
         "ResourceWarning: unclosed file <name='output_tag0.tosa.vgf'> (executorch/vgf/backend.py:400)"]
+
+
+def test_the_report_is_written_without_torch(tmp_path):
+    """The xdist controller writes the report at the end of a run and runs no
+    case: importing torch there (seconds) would only lengthen every run."""
+    from conformance.cases import CASES
+
+    case = CASES["resize-bilinear-ac0-up2-int8io"]
+    tolerance = case.get_tolerance(0)
+    stats = {"max_lsb": 3.0, "p99_lsb": 1.0, "bias_lsb": 0.1, "mean_lsb": 0.5, "snr_db": 40.0}
+    record = {**_case(case.id), "tests": {"test_export": "passed", "test_numerics_vs_float": "failed"},
+              "numerics": {"outputs": [{"unit": 1 / 127, **{name: stats for name in tolerance.bounds}}]},
+              "tolerances": [tolerance.to_dict() | {"sources": tolerance.sources}]}
+    (tmp_path / "record.json").write_text(json.dumps({case.id: record}))
+    script = f"""
+import json, sys
+from pathlib import Path
+from conformance.harness.plugin import CaseReport
+from conformance.harness.report import build_report, write_report
+out = Path({str(tmp_path)!r})
+write_report(build_report(json.loads((out / "record.json").read_text()), {{}}), out)
+heavy = sorted(m for m in ("torch", "executorch", "vgf_export") if m in sys.modules)
+assert not heavy, heavy
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Tolerance margins" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "report.html").is_file()

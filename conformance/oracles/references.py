@@ -23,10 +23,10 @@ import dataclasses
 import functools
 from typing import Callable
 
-import torch
-
 from conformance.oracles.compare import Bound
-from vgf_export.qdq import is_q_op
+
+# torch (and vgf_export, which needs it) are imported where references are
+# computed: the report, on the xdist controller, reads ORACLES without them.
 
 
 @dataclasses.dataclass
@@ -72,6 +72,8 @@ def as_list(outputs) -> list[torch.Tensor]:
 def _first_quantize(node, depth: int = 3):
     """The quantize op that first quantizes ``node``'s value (through a few
     single-user layout ops such as the RGB pad), or None."""
+    from vgf_export.qdq import is_q_op
+
     for _ in range(depth):
         users = list(node.users)
         if len(users) != 1:
@@ -86,6 +88,8 @@ def dequantized_inputs(inputs, quantized_module) -> list[torch.Tensor]:
     """Each input as the converted program sees it: quantized with the
     parameters of its first quantize op, dequantized; inputs that are never
     quantized (PT2E off, a float path) as they are."""
+    import torch
+
     if quantized_module is None:
         return list(inputs)
     placeholders = [n for n in quantized_module.graph.nodes if n.op == "placeholder"]
