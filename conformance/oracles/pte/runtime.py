@@ -189,11 +189,16 @@ class RuntimeChild:
         self._wait_for(DONE, timeout, what, offset)
         return self._log_since(offset)
 
-    def close(self) -> None:
-        """Stop the child (end of its input, then a kill after 10 s)."""
+    def close(self, graceful: bool = True) -> None:
+        """Stop the child: end of its input, then a kill after 10 s; or, not
+        ``graceful`` (at exit: an idle child holds nothing to save), a kill
+        at once, instead of waiting seconds for its interpreter to unload
+        torch at the end of every worker."""
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
+                    if not graceful:
+                        raise subprocess.TimeoutExpired(self.proc.args, 0)
                     self.proc.stdin.close()
                     self.proc.wait(timeout=10)
                 except (BrokenPipeError, subprocess.TimeoutExpired):
@@ -213,7 +218,7 @@ class RuntimeChild:
 
 #: This process's runtime child (one per xdist worker), started on first use.
 CHILD = RuntimeChild()
-atexit.register(CHILD.close)
+atexit.register(CHILD.close, graceful=False)
 
 
 def _call(command: str, pte_path: Path, workdir: Path, extra: dict[str, Any], *,
