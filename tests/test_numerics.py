@@ -122,6 +122,30 @@ def test_tosa_run_refuses_wrong_inputs_before_running(resize_export):
     assert run_tosa_in_child_ex(_tosa(result), [nhwc]).ok
 
 
+def test_tosa_runs_are_reused_only_for_the_same_graph_options_and_bytes(resize_export, tmp_path):
+    x, result = resize_export
+    (q,) = quantize_inputs(x, result.edge_program, result.io_quant_params)
+    nhwc = np.ascontiguousarray(q.permute(0, 2, 3, 1).numpy())
+    runs = tmp_path / "tosa_runs"
+    first = run_tosa_in_child_ex(_tosa(result), [nhwc], cache_dir=runs)
+    assert first.ok and "cached" not in first.timings and len(list(runs.glob("*.npz"))) == 1
+    again = run_tosa_in_child_ex(_tosa(result), [nhwc], cache_dir=runs)
+    assert again.timings.get("cached") and np.array_equal(again.outputs[0], first.outputs[0])
+    # Other input bytes, other options, another graph: each runs (and is kept).
+    moved = nhwc.copy()
+    moved.flat[0] ^= 1
+    assert "cached" not in run_tosa_in_child_ex(_tosa(result), [moved], cache_dir=runs).timings
+    assert "cached" not in run_tosa_in_child_ex(_tosa(result), [nhwc], cache_dir=runs,
+                                                tosa_level="EIGHTK").timings
+    assert len(list(runs.glob("*.npz"))) == 3
+    # A failed run is not kept: it fails again, with its error.
+    bad = _tosa(result).replace(struct.pack("<4q", 2, 4, 2, 4), struct.pack("<4q", 2, 32, 2, 32))
+    for _ in range(2):
+        failed = run_tosa_in_child_ex(bad, [nhwc], cache_dir=runs)
+        assert not failed.ok and "cached" not in failed.timings
+    assert len(list(runs.glob("*.npz"))) == 3
+
+
 def test_tosa_error_if_names_the_operator(resize_export, tmp_path):
     x, result = resize_export
     flatbuffer = _tosa(result)

@@ -19,16 +19,12 @@ import torch
 from torch.fx import Interpreter
 
 from conformance.oracles.grid_sampler_reference import run_payload
-from conformance.oracles.tosa_reference import run_tosa_in_child_ex
+from conformance.oracles.tosa_reference import TOSA_LEVEL, run_tosa_in_child_ex
 from conformance.text import dtype_name
 from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 from vgf_export.reports import target_name
 
 TOSA_TIMEOUT = 120.0
-#: The reference model checks the TOSA level limits (kernel sizes, tensor
-#: ranks and sizes, scale ratios) of the 8K level: a delegate beyond them is a
-#: failure at stage run naming the limit, not a silent pass.
-TOSA_LEVEL = "EIGHTK"
 
 
 class LoweredRunError(RuntimeError):
@@ -80,8 +76,12 @@ class LoweredProgram(Interpreter):
     delegate call, and ``tosa_statuses`` the reference model's status of each VGF delegate run.
     """
 
-    def __init__(self, edge_program, tosa_files: dict[int, bytes], nearest_ties: str = "even") -> None:
+    def __init__(self, edge_program, tosa_files: dict[int, bytes], nearest_ties: str = "even",
+                 tosa_runs=None) -> None:
         self.edge_program = edge_program
+        #: Where the reference model's runs are kept by content (a case's
+        #: ``tosa_reference.RUNS_DIR``), or None.
+        self.tosa_runs = tosa_runs
         self.program = edge_program.exported_program()
         super().__init__(self.program.graph_module, garbage_collect_values=False)
         self.tosa_files = tosa_files
@@ -157,7 +157,8 @@ def _vgf_layouts(lowered):
 
 def _run_vgf(program, index, lowered, inputs, in_orders, out_orders):
     buffers = [_to_layout(x.contiguous(), order) for x, order in zip(inputs, in_orders)]
-    result = run_tosa_in_child_ex(program.tosa_files[index], buffers, TOSA_TIMEOUT, tosa_level=TOSA_LEVEL)
+    result = run_tosa_in_child_ex(program.tosa_files[index], buffers, TOSA_TIMEOUT, tosa_level=TOSA_LEVEL,
+                                  cache_dir=program.tosa_runs)
     program.tosa_statuses.append(result.status)
     if not result.ok:
         raise LoweredRunError(

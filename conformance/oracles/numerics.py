@@ -27,6 +27,7 @@ import torch
 from conformance.oracles.compare import Comparison, compare, dequantize, output_units
 from conformance.oracles.lowered import LoweredProgram, output_quant, quantize_inputs
 from conformance.oracles.references import ORACLES, Subject, fake_quant_program, float_model
+from conformance.oracles.tosa_reference import RUNS_DIR
 
 
 @dataclasses.dataclass
@@ -64,7 +65,7 @@ def measure(case, result) -> Numerics:
         reference, fake_quant = float_model(subject), fake_quant_program(subject)
 
     tosa_files = {f.index: f.path.read_bytes() for f in result.artifacts.delegate_files("tosa")}
-    program = LoweredProgram(result.edge_program, tosa_files)
+    program = LoweredProgram(result.edge_program, tosa_files, tosa_runs=result.artifacts.root / RUNS_DIR)
     raw = program.run_program(*quantize_inputs(subject.inputs, result.edge_program, result.io_quant_params))
     params = output_quant(result.edge_program, result.io_quant_params)
     lowered = [dequantize(q, p) for q, p in zip(raw, params)]

@@ -273,7 +273,7 @@ def vgf_to_tosa(artifacts_root: str | Path) -> dict[str, bytes]:
 
 def _run_vgf(interpreter: PlanInterpreter, what: str, payload: bytes,
              tensors: list[TensorValue]) -> None:
-    from conformance.oracles.tosa_reference import TOSA_TO_NUMPY, graph_io, run_tosa_in_child_ex
+    from conformance.oracles.tosa_reference import TOSA_LEVEL, TOSA_TO_NUMPY, graph_io, run_tosa_in_child_ex
 
     digest = hashlib.sha256(payload).hexdigest()
     tosa = interpreter.context.get("vgf_to_tosa", {}).get(digest)
@@ -293,7 +293,8 @@ def _run_vgf(interpreter: PlanInterpreter, what: str, payload: bytes,
                             f"{spec['dtype']}[{'x'.join(map(str, spec['shape']))}]")
         if role == "input":
             buffers.append(tensor.flat.reshape(spec["shape"]).copy())  # the raw bytes
-    result = run_tosa_in_child_ex(tosa, buffers, TOSA_TIMEOUT, tosa_level="EIGHTK")
+    result = run_tosa_in_child_ex(tosa, buffers, TOSA_TIMEOUT, tosa_level=TOSA_LEVEL,
+                                  cache_dir=interpreter.context.get("tosa_runs"))
     if not result.ok:
         raise PlanError(f"{what}: TOSA reference model: {result.describe()}")
     for tensor, out in zip(tensors[len(buffers):], result.outputs):
@@ -339,5 +340,8 @@ def execute_pte(pte_path: str | Path, inputs: Sequence[np.ndarray],
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     pte_file = deserialize_pte_binary(Path(pte_path).read_bytes())
-    context = {"vgf_to_tosa": vgf_to_tosa(artifacts_root) if artifacts_root else {}}
+    from conformance.oracles.tosa_reference import RUNS_DIR
+
+    context = {"vgf_to_tosa": vgf_to_tosa(artifacts_root) if artifacts_root else {},
+               "tosa_runs": Path(artifacts_root) / RUNS_DIR if artifacts_root else None}
     return PlanInterpreter(pte_file, DELEGATES, context).run(inputs)

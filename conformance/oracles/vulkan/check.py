@@ -103,7 +103,8 @@ def hardware_program(program):
                   for call in program.calls)
     if not nearest:
         return program, {}
-    again = LoweredProgram(program.edge_program, program.tosa_files, nearest_ties="up")
+    again = LoweredProgram(program.edge_program, program.tosa_files, nearest_ties="up",
+                           tosa_runs=program.tosa_runs)
     again.run_program(*program.inputs)
     torch_values = {node.name: value for node, value in program.values.items()}
     moved = {}
