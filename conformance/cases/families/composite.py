@@ -28,7 +28,9 @@ FLOW_IO = (("int8", "float"), ("int8",))
 PT2E_OFF = dict(enable_pt2e_quantization=False)
 
 QUICK = frozenset({
-    "conv-resize-conv-up2-int8io", "conv-relu-int8io", "chain-down32-up2-int8io",
+    # (chain-down32-up2: the chain is chain-nearest-up2-bilinear-down2-n2's,
+    # the split resize-bilinear-ac0-down32's)
+    "conv-resize-conv-up2-int8io", "conv-relu-int8io",
     "flow-warp-rgba-border-int8io", "two-in-two-out-int8io",
 })
 
