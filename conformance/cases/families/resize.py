@@ -470,7 +470,11 @@ def _explored_cases() -> list[Case]:
             resize_case("bilinear-ac0-in62x13-s5_64", kwargs, shape, kind=noise),
             resize_case("bilinear-ac0-in62x13-s5_64-upstream", kwargs, shape, kind=noise, expect=upstream,
                         options=dict(disable_workarounds=("bilinear-scale-factor",))),
-            *_seed3_cases()]
+            *_seed3_cases(),
+            # Seed 4's group 6 (docs/explorer/seed-4-findings.md): the lowered
+            # program equals fake-quant; PT2E's own range clips the input's peak.
+            resize_case("bilinear-ac1-in5x4-s8-c5-n2", dict(MODES["bilinear-ac1"], scale_factor=8.0),
+                        (2, 5, 5, 4), traits=("resize-range-clips-peak",))]
 
 
 def _seed3_cases() -> list[Case]:
