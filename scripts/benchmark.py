@@ -133,6 +133,8 @@ import sys, time, json, tempfile
 from pathlib import Path
 from conformance.cases import CASES
 from vgf_export import export_model
+from conformance.harness.plugin import tune_gc
+tune_gc()  # as the suite's processes do after collection: like for like
 ids = json.loads(sys.argv[1])
 root = Path(tempfile.mkdtemp())
 times = {}

@@ -162,3 +162,16 @@ def test_the_accept_command_reruns_the_same_cases():
     assert plugin.accept_command(team, "c") == \
         "pytest --vgf-cases=cases.py --vgf-golden-dir 'my golden/' -k 'c' --snapshot-update"
     assert plugin.suite_command(_invocation([], "golden")) == "pytest"  # given by the ini file's addopts
+
+
+def test_tune_gc_freezes_what_lives_and_raises_the_thresholds():
+    import gc
+
+    before = gc.get_threshold()
+    try:
+        plugin.tune_gc()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == plugin.GC_THRESHOLDS
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
