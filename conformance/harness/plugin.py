@@ -343,7 +343,7 @@ def suite_command(config) -> str:
     the built-in table; on a case file (a team repository), pytest with the
     ``--vgf-cases`` and ``--vgf-golden-dir`` arguments given on the command
     line (those of an ini file's addopts apply again by themselves)."""
-    if config.getoption("--vgf-golden-dir") is None:
+    if not config.getoption("--vgf-golden-dir"):
         return "scripts/conformance.sh"
     words, args = ["pytest"], list(config.invocation_params.args)
     for i, arg in enumerate(args):
