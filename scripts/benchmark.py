@@ -19,12 +19,13 @@ of the suite, measured, as a Markdown table (target, measured, pass/fail).
    the largest child process it waited for (``run.memory``, from
    ``getrusage``);
 6. with ``--shards 2,4``: shards of the quick tier (``-m quick --vgf-shard
-   I/N``) run one after the other, each with ``-n auto`` as a CI machine
-   would: their predicted seconds (conformance/durations.json) and measured
-   wall and test seconds, and the spread between the longest and shortest.
+   I/N``; ``--shards-of full``: of the full matrix, as the nightly shards it)
+   run one after the other, each with ``-n auto`` as a CI machine would:
+   their predicted seconds (conformance/durations.json) and measured wall
+   and test seconds, and the spread between the longest and shortest.
 
-Usage: .venv/bin/python scripts/benchmark.py [--quick] [--shards 2,4] [--overhead-cases N]
-       [--out DIR] [--vulkan-batch N] [--workers N]
+Usage: .venv/bin/python scripts/benchmark.py [--quick] [--shards 2,4] [--shards-of quick|full]
+       [--overhead-cases N] [--out DIR] [--vulkan-batch N] [--workers N]
 """
 
 from __future__ import annotations
@@ -183,23 +184,25 @@ def overhead(ids: list[str], out: Path, repeat: int) -> tuple[float, str]:
 
 
 def shards(counts: list[int], out: Path, workers: str, select: list[str],
-           side_by_side: bool) -> list[tuple[str, str, bool]]:
-    """The quick tier as N shards, one after the other (each with ``-n
-    workers``, as on its own CI machine), or side by side (each with one
-    worker, so that all see the same load of a shared machine): predicted
-    and measured."""
+           side_by_side: bool, tier: str = "quick") -> list[tuple[str, str, bool]]:
+    """The quick tier (``tier="full"``: the whole matrix) as N shards, one
+    after the other (each with ``-n workers``, as on its own CI machine), or
+    side by side (each with one worker, so that all see the same load of a
+    shared machine): predicted and measured."""
     from conformance.cases import CASES
     from conformance.harness import durations
 
     seconds = durations.load(None).restricted(CASES)
     rows = []
     how = "side by side, one worker each" if side_by_side else f"one after the other, -n {workers} each"
-    print(f"\n## Shards of the quick tier (-m quick --vgf-shard I/N, {how})\n")
+    which = ["-m", "quick"] if tier == "quick" else []
+    print(f"\n## Shards of the {tier} {'tier' if tier == 'quick' else 'matrix'} "
+          f"({' '.join(which + ['--vgf-shard I/N'])}, {how})\n")
     print("| shards | shard | cases | predicted s | wall s | seconds in tests |\n|---|---|---|---|---|---|")
     for count in counts:
         predicted, walls, busy = [], [], []
-        started = [Run(out / f"shards-{count}-{index}",
-                       ["-n", "1" if side_by_side else workers, "-m", "quick", "--vgf-shard", f"{index}/{count}",
+        started = [Run(out / f"shards-{tier}-{count}-{index}",
+                       ["-n", "1" if side_by_side else workers, *which, "--vgf-shard", f"{index}/{count}",
                         "--vgf-progress", "0", *select], start=not side_by_side)
                    for index in range(1, count + 1)]
         while side_by_side and any(run.proc.poll() is None for run in started):
@@ -217,7 +220,7 @@ def shards(counts: list[int], out: Path, workers: str, select: list[str],
             print(f"| {count} | {index} | {len(members)} | {predicted[-1]:.1f} | {walls[-1]:.1f} | {busy[-1]:.1f} |")
         spread = lambda values: (max(values) - min(values)) / max(values)  # noqa: E731
         ok = spread(predicted) <= SHARD_SPREAD and spread(walls) <= SHARD_SPREAD
-        rows.append((f"{count} shards within {SHARD_SPREAD:.0%} (quick tier, {how}; predicted / wall / in tests)",
+        rows.append((f"{count} shards within {SHARD_SPREAD:.0%} ({tier}, {how}; predicted / wall / in tests)",
                      f"{spread(predicted):.1%} / {spread(walls):.1%} / {spread(busy):.1%}", ok))
     return rows
 
@@ -273,6 +276,8 @@ def main() -> int:
     parser.add_argument("--overhead-repeat", type=int, default=3,
                         help="bare/suite pairs of the overhead measurement (the fastest counts)")
     parser.add_argument("--shards", default="", help="shard counts to measure on the quick tier, e.g. 2,4")
+    parser.add_argument("--shards-of", choices=("quick", "full"), default="quick",
+                        help="what --shards splits: the quick tier (default) or the full matrix")
     parser.add_argument("--side-by-side", action="store_true",
                         help="run a count's shards at the same time, one worker each (a shared machine)")
     parser.add_argument("--skip-quick", action="store_true",
@@ -293,7 +298,7 @@ def main() -> int:
         measure_runs(args, out, common, targets)
     if args.shards:
         targets += shards([int(n) for n in args.shards.split(",")], out, args.workers,
-                          [] if args.select is None else ["-k", args.select], args.side_by_side)
+                          [] if args.select is None else ["-k", args.select], args.side_by_side, args.shards_of)
 
     print("\n## Targets\n")
     print("| target | measured | result |\n|---|---|---|")
