@@ -13,20 +13,33 @@ DEFAULT_SIZE = 8
 VULKAN_TEST = "test_vulkan"
 
 
+def known_others(seconds) -> dict[str, float]:
+    """The tests that are not per case (node ids: they have ``::``) that the
+    durations file knows, with their seconds (none for a plain callable)."""
+    return {unit: value for unit, value in getattr(seconds, "seconds", {}).items() if "::" in unit}
+
+
 def shard_assignment(case_ids, count: int, quick=frozenset(),
                      seconds: Callable[[str], float] | None = None) -> tuple[dict[str, int], list[float]]:
-    """Case id -> shard (0-based) of ``count`` shards, and each shard's
-    seconds: longest-processing-time over the whole table on ``seconds``
-    (conformance/harness/durations.py), the quick tier first, then the other
-    cases on top, so that shards are balanced both for a full run and for
-    ``-m quick``. Without ``seconds`` every case weighs the same (each tier
-    dealt round-robin in id order, the second starting where the first ended)."""
+    """Case id (and node id of each test that is not per case that the
+    durations file knows) -> shard (0-based) of ``count`` shards, and each
+    shard's seconds: longest-processing-time over the whole table on
+    ``seconds`` (conformance/harness/durations.py), the quick tier first, then
+    the other cases together with those tests (a 60 s ledger test first,
+    cases around it, not on top of shards already even), so that shards are
+    balanced both for a full run and for ``-m quick``. The same from the
+    same file wherever it is computed (parametrization, collection). Without
+    ``seconds`` every case weighs the same (each tier dealt round-robin in id
+    order, the second starting where the first ended)."""
     weigh = seconds or (lambda unit: 1.0)
     ordered = sorted(case_ids)
     assignment: dict[str, int] = {}
     loads = None
     for tier in (True, False):
-        part, loads = durations.balance({c: weigh(c) for c in ordered if (c in quick) == tier}, count, loads)
+        units = {c: weigh(c) for c in ordered if (c in quick) == tier}
+        if not tier:
+            units.update(known_others(seconds))
+        part, loads = durations.balance(units, count, loads)
         assignment.update(part)
     return assignment, loads
 
@@ -38,7 +51,7 @@ def shard_members(case_ids, shard: tuple[int, int] | None, quick=frozenset(),
     if shard is None:
         return sorted(case_ids)
     assignment, _ = shard_assignment(case_ids, shard[1], quick, seconds)
-    return sorted(c for c, b in assignment.items() if b == shard[0] - 1)
+    return sorted(c for c, b in assignment.items() if b == shard[0] - 1 and c in case_ids)
 
 
 def plan_batches(case_ids, quick: set[str], size: int, shard: tuple[int, int] | None = None,

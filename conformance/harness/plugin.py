@@ -216,7 +216,10 @@ def pytest_collection_modifyitems(config, items):
     if shard is not None:
         assignment, loads = plan.shard_assignment(session_cases(config), shard[1], _quick(config),
                                                      seconds)
-        others = {item.nodeid: seconds(item.nodeid) for item in items if plan.item_case(item) is None}
+        # Tests that are not per case and that the durations file does not
+        # know (so they were not dealt with the cases) go on top.
+        others = {item.nodeid: seconds(item.nodeid) for item in items
+                  if plan.item_case(item) is None and item.nodeid not in assignment}
         assignment.update(durations.balance(others, shard[1], loads)[0])
         keep, drop = [], []
         for item in items:
