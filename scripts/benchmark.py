@@ -214,7 +214,8 @@ def shards(counts: list[int], out: Path, workers: str, select: list[str],
             if not hasattr(run, "wall"):
                 run.wait()
             members = [c["id"] for c in run.report["cases"]]
-            predicted.append(sum(seconds(c) for c in members))
+            others = [nodeid.split("@")[0] for nodeid in run.run.get("other_tests", {})]  # the ledger's tests
+            predicted.append(sum(seconds(c) for c in members) + sum(seconds(o) for o in others))
             walls.append(run.wall)
             busy.append(sum(t["seconds"] for t in run.run.get("tiers", {}).values()))
             print(f"| {count} | {index} | {len(members)} | {predicted[-1]:.1f} | {walls[-1]:.1f} | {busy[-1]:.1f} |")
