@@ -28,6 +28,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from conformance.harness.plugin import SUITE_SCRIPT
+
 #: Lines of a golden diff kept in the report.
 DIFF_LINES = 200
 #: Where the maps go inside the report directory.
@@ -55,7 +57,7 @@ def delegation(case: dict) -> str:
     return shape + (" (+CPU ops)" if case.get("cpu_ops") else "")
 
 
-def rerun_commands(case: dict, suite: str = "scripts/conformance.sh") -> list[str]:
+def rerun_commands(case: dict, suite: str = SUITE_SCRIPT) -> list[str]:
     """The commands that rerun a case: the suite (the report's ``run.command``)
     on it, and its Vulkan scenario when that tier did not pass."""
     commands = [f"{suite} -k '{case['id']}'"]
@@ -128,7 +130,7 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
     from conformance.harness.report import OUTCOME_ORDER, tolerance_margins
 
     cases = report["cases"]
-    suite = (report.get("run") or {}).get("command") or "scripts/conformance.sh"
+    suite = (report.get("run") or {}).get("command") or SUITE_SCRIPT
     maps = maps or {}
     families = sorted({c.get("family", "?") for c in cases})
     by_family = {f: Counter(c["outcome"] for c in cases if c.get("family", "?") == f) for f in families}

@@ -325,6 +325,8 @@ def _outcome(report) -> str:
 
 
 CASE_TESTS_MODULE = "test_cases.py"  # conformance/test_cases.py: the tests of each case
+#: The command that runs the built-in table (README's quick start).
+SUITE_SCRIPT = "scripts/conformance.sh"
 
 
 def _case_id(nodeid: str) -> str | None:
@@ -347,7 +349,7 @@ def suite_command(config) -> str:
     ``--vgf-cases`` and ``--vgf-golden-dir`` arguments given on the command
     line (those of an ini file's addopts apply again by themselves)."""
     if not config.getoption("--vgf-golden-dir"):
-        return "scripts/conformance.sh"
+        return SUITE_SCRIPT
     words, args = ["pytest"], list(config.invocation_params.args)
     for i, arg in enumerate(args):
         option = arg.split("=", 1)[0]

@@ -197,11 +197,12 @@ class RuntimeChild:
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
-                    if not graceful:
-                        raise subprocess.TimeoutExpired(self.proc.args, 0)
-                    self.proc.stdin.close()
-                    self.proc.wait(timeout=10)
+                    if graceful:
+                        self.proc.stdin.close()
+                        self.proc.wait(timeout=10)
                 except (BrokenPipeError, subprocess.TimeoutExpired):
+                    pass
+                if self.proc.poll() is None:
                     self.proc.kill()
                     self.proc.wait()
             self.proc = None
