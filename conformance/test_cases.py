@@ -94,6 +94,9 @@ def _check_outputs(case_run, request, oracle) -> None:
         for i, comparison in enumerate(numerics.comparisons[oracle.name])
         if (message := case_run.case.get_tolerance(i).check(comparison, oracle.name))
     ]
+    if oracle.checks_code_range:
+        failures += [f"output {i}: {oracle.name}: {outside.describe()}"
+                     for i, outside in enumerate(numerics.outside_range) if outside]
     if failures:
         record_case(request, case_run, error_maps=write_case_maps(case_run))  # where it differs
         case_run.fail_check(oracle.name, f"the lowered program (TOSA reference) against {oracle.what}",

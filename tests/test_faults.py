@@ -63,6 +63,27 @@ def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch
     assert case_id in message and "stage 'run'" in message and "bias +" in message
 
 
+def test_a_code_below_quant_min_fails_vs_fake_quant_within_every_lsb_bound(tmp_path, monkeypatch):
+    """The narrow-range saturation class (a RESCALE clamping at the dtype's -128
+    instead of quant_min -127): one step, inside every LSB bound of a clipped
+    case, yet a code the quantized program cannot produce."""
+    real = lowered_module.run_tosa_in_child_ex
+
+    def saturated(flatbuffer, inputs, timeout, **options):
+        result = real(flatbuffer, inputs, timeout, **options)
+        outputs = [np.where(o == -127, -128, o).astype(o.dtype) if o.dtype == np.int8 else o
+                   for o in result.outputs]
+        return dataclasses.replace(result, outputs=outputs)
+
+    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", saturated)
+    case_id = "resize-bilinear-ac0-up2-int8io"  # its output reaches -127
+    failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
+    assert set(failed) == {"test_numerics_vs_fake_quant"}, failed
+    message = failed["test_numerics_vs_fake_quant"]
+    assert case_id in message and "codes outside the output's quantization range [-127, 127]: [-128]" in message
+    assert "max error" not in message  # within the LSB bound: only the range check sees it
+
+
 def test_an_snorm16_grid_quantized_as_snorm8_fails_vs_float(tmp_path, monkeypatch):
     real_init = VgfQuantizerWrapper.__init__
 

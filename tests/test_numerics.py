@@ -12,6 +12,7 @@ from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
 from conformance.cases.models import GridSample, Resize
 from conformance.oracles.compare import Bound, compare
 from conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
+from conformance.oracles.numerics import codes_outside_range
 from conformance.cases import FAMILIES
 from conformance.oracles.tosa_reference import run_tosa_in_child_ex
 from vgf_export import export_model, grid_qspec, image_qspec
@@ -194,3 +195,13 @@ def test_the_grid_reference_reads_the_lowest_snorm16_code_as_minus_one():
     snorm16 = QuantParams(scale=1 / 32767, zero_point=0, quant_min=-32767, quant_max=32767)
     got = dequantize(np.array([-32768, -32767, 0, 32767], dtype=np.int16), snorm16)
     assert got.tolist() == pytest.approx([-1.0, -1.0, 0.0, 1.0], abs=1e-7)
+
+
+def test_codes_outside_the_quantization_range_are_found():
+    params = {"scale": 1 / 32767, "zero_point": 0, "quant_min": -32767, "quant_max": 32767}
+    codes = torch.tensor([[-32767, 0], [32767, -32768]], dtype=torch.int16)
+    outside = codes_outside_range(codes, params)
+    assert (outside.count, outside.values, outside.first_index) == (1, (-32768,), (1, 1))
+    assert "1 of 4 codes outside the output's quantization range [-32767, 32767]: [-32768]" in outside.describe()
+    assert codes_outside_range(codes.clamp(-32767, 32767), params) is None
+    assert codes_outside_range(codes.float(), None) is None  # a float output has no range

@@ -13,7 +13,10 @@ Four programs per case, on the same seeded inputs:
   and ops left on the CPU in torch.
 
 Errors are in quantization steps (LSB) of each output's quantization
-(:mod:`conformance.oracles.compare`). Outputs held to a statistical bound
+(:mod:`conformance.oracles.compare`). Each integer output's codes must also lie
+within its quantization range ``[quant_min, quant_max]``
+(:func:`codes_outside_range`): a code beyond it is one no quantized program
+can produce, however loose the output's bound in LSB. Outputs held to a statistical bound
 (the model tier) are rounded coarser in goldens (``Comparison.to_dict``).
 """
 
@@ -44,6 +47,8 @@ class Numerics:
     program: "LoweredProgram"  # the run, with every value and delegate call
     #: Per output: whether it is held to a statistical bound (rounded coarser).
     statistical: list[bool] = dataclasses.field(default_factory=list)
+    #: Per output: the codes outside its quantization range (None: none, or a float output).
+    outside_range: list["OutsideRange | None"] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The rounded statistics for goldens and the report."""
@@ -53,8 +58,45 @@ class Numerics:
             entry = {name: comparisons[i].to_dict(coarse) for name, comparisons in self.comparisons.items()}
             entry["fake_quant_vs_float"] = self.fake_quant_vs_float[i].to_dict(coarse)
             entry["unit"] = float(f"{unit:.6g}")
+            if i < len(self.outside_range) and self.outside_range[i]:
+                entry["codes_outside_range"] = self.outside_range[i].to_dict()
             outputs.append(entry)
         return {"tosa_status": self.tosa_status, "outputs": outputs}
+
+
+@dataclasses.dataclass(frozen=True)
+class OutsideRange:
+    """The codes of one integer output that lie outside ``[quant_min, quant_max]``."""
+
+    count: int
+    elements: int
+    values: tuple[int, ...]  # the distinct codes outside the range
+    quant_min: int
+    quant_max: int
+    first_index: tuple[int, ...]
+
+    def describe(self) -> str:
+        return (f"{self.count} of {self.elements} codes outside the output's quantization range "
+                f"[{self.quant_min}, {self.quant_max}]: {list(self.values)} (first at index "
+                f"{list(self.first_index)}); the quantized program clamps to the range, so "
+                "no bound in LSB excuses them")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "values": list(self.values)}
+
+
+def codes_outside_range(codes: torch.Tensor, params: dict | None) -> OutsideRange | None:
+    """The codes of an integer output beyond its quantization range, or None."""
+    if params is None:
+        return None
+    qmin, qmax = int(params["quant_min"]), int(params["quant_max"])
+    outside = (codes.to(torch.int64) < qmin) | (codes.to(torch.int64) > qmax)
+    if not bool(outside.any()):
+        return None
+    first = outside.flatten().nonzero()[0].item()
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), tuple(codes.shape)))
+    return OutsideRange(int(outside.sum()), codes.numel(), tuple(sorted(set(codes[outside].tolist()))),
+                        qmin, qmax, index)
 
 
 def measure(case, result) -> Numerics:
@@ -81,4 +123,5 @@ def measure(case, result) -> Numerics:
         program=program,
         statistical=[any(b.statistical for b in case.get_tolerance(i).bounds.values())
                      for i in range(len(units))],
+        outside_range=[codes_outside_range(q, p) for q, p in zip(raw, params)],
     )

@@ -59,6 +59,9 @@ class Oracle:
     reference: Callable[[Subject], list[torch.Tensor]]
     #: The bound for families that do not state one.
     default: Bound
+    #: Whether this comparison also fails on output codes outside their
+    #: quantization range (the fake-quantized program cannot produce them).
+    checks_code_range: bool = False
 
     @property
     def test_name(self) -> str:
@@ -119,7 +122,8 @@ def _float_dq(subject: Subject) -> list[torch.Tensor]:
 
 
 ORACLES: dict[str, Oracle] = {o.name: o for o in (
-    Oracle("vs_fake_quant", "the PT2E fake-quantized program", fake_quant_program, Bound(1.0, bias_lsb=0.5)),
+    Oracle("vs_fake_quant", "the PT2E fake-quantized program", fake_quant_program, Bound(1.0, bias_lsb=0.5),
+           checks_code_range=True),
     Oracle("vs_float_dq", "the float model on the dequantized inputs", _float_dq, Bound(1.0)),
     Oracle("vs_float", "the float model", float_model, Bound(2.0)),
 )}

@@ -154,7 +154,18 @@ _SPLIT_FROM_SIZES = (
     "too (vs_fake_quant agrees); with PT2E off the float model stands in for it, so every "
     "comparison sees it. Ours, not ExecuTorch's. See docs/divergences.md")
 
+_NARROW_RANGE_SATURATES = (
+    "inputs beyond +-1 clip at the SNORM8 input; the resize's own int8 range (calibrated on them: "
+    "scale 1/102.6, zero point 1) is wider than the SNORM8 output's, and ExecuTorch 1.5.1 lowers "
+    "the output's requantization as a RESCALE (x1.238) without a clamp: it saturates at the int8 "
+    "dtype's -128, not at quant_min -127 (the PT2E program clamps). One step, inside the LSB "
+    "bound; the range check sees it. The class of the ReLU and SNORM16 grid cases. See "
+    "docs/divergences.md")
+
 EXPECTATIONS = {
+    "resize-bilinear-ac0-up2-clip-int8io": Expectation(
+        "run", r"codes outside the output's quantization range \[-127, 127\]: \[-128\]",
+        _NARROW_RANGE_SATURATES, checks=("vs_fake_quant",)),
     "resize-bilinear-ac0-in9x16-s1_9-c1-int8io": Expectation(
         "run", r"max error 6\d\.\d+ LSB >", _SPLIT_FROM_SIZES, checks=("vs_float_dq", "vs_float")),
     "resize-bilinear-ac0-in16x12-s1_10-c1-int8io": Expectation(
