@@ -197,6 +197,22 @@ class BaseGridFlowWarp(_Described):
         return F.grid_sample(image, grid, mode=self.mode, padding_mode=self.padding_mode, align_corners=False)
 
 
+class BaseGridPlusFlow(_Described):
+    """The warp's grid alone: a constant base grid (a registered buffer) plus a
+    flow, ``base + flow.permute(0, 2, 3, 1)``, as a program output (what a
+    grid sampler would read)."""
+
+    PARAMS = ("size",)
+
+    def __init__(self, size: tuple[int, int] = (12, 16)) -> None:
+        super().__init__()
+        self.size = tuple(size)
+        self.register_buffer("base_grid", _base_grid(1, *size).contiguous())
+
+    def forward(self, flow: torch.Tensor) -> torch.Tensor:
+        return self.base_grid + flow.permute(0, 2, 3, 1)
+
+
 class ModeChain(_Described):
     """Resizes in a row, each with its own mode: ``steps`` of (mode, scale factor)."""
 
