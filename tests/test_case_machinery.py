@@ -115,3 +115,30 @@ def test_goldens_do_not_depend_on_the_hash_seed():
                               capture_output=True, text=True, env=env, timeout=600, check=True)
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1]
+
+
+def test_a_case_runs_on_a_fresh_stack_with_the_callers_context():
+    import contextvars
+    import inspect
+    import threading
+
+    from conformance.harness.runner import on_a_fresh_stack
+
+    var = contextvars.ContextVar("var")
+    var.set("the caller's")
+
+    def where():
+        return threading.current_thread() is not threading.main_thread(), len(inspect.stack()), var.get()
+
+    def deep(n):
+        return on_a_fresh_stack(where) if n == 0 else deep(n - 1)
+
+    other_thread, depth, value = deep(50)
+    assert other_thread and value == "the caller's"
+    assert depth < 10 < len(inspect.stack())  # the test itself runs deep under pytest
+
+    def broken():
+        raise KeyError("in the export")
+
+    with pytest.raises(KeyError, match="in the export"):
+        on_a_fresh_stack(broken)
