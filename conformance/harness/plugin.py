@@ -140,7 +140,8 @@ def tune_gc() -> None:
     walks them again, and set :data:`GC_THRESHOLDS`. Without the freeze the
     suite's exports ran 17 % slower than the same exports in a bare process
     (scripts/benchmark.py, harness overhead): the collector walking pytest's
-    thousands of items."""
+    thousands of items. (The rest of that overhead was the depth of pytest's
+    stack: :func:`conformance.harness.runner.on_a_fresh_stack`.)"""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
