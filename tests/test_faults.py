@@ -65,8 +65,8 @@ def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch
 
 def test_a_code_below_quant_min_fails_vs_fake_quant_within_every_lsb_bound(tmp_path, monkeypatch):
     """The narrow-range saturation class (a RESCALE clamping at the dtype's -128
-    instead of quant_min -127): one step, inside every LSB bound of a clipped
-    case, yet a code the quantized program cannot produce."""
+    instead of quant_min -127): one step, inside every LSB bound of the case,
+    yet a code the quantized program cannot produce."""
     real = lowered_module.run_tosa_in_child_ex
 
     def saturated(flatbuffer, inputs, timeout, **options):

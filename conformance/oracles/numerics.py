@@ -15,9 +15,10 @@ Four programs per case, on the same seeded inputs:
 Errors are in quantization steps (LSB) of each output's quantization
 (:mod:`conformance.oracles.compare`). Each integer output's codes must also lie
 within its quantization range ``[quant_min, quant_max]``
-(:func:`codes_outside_range`): a code beyond it is one no quantized program
-can produce, however loose the output's bound in LSB. Outputs held to a statistical bound
-(the model tier) are rounded coarser in goldens (``Comparison.to_dict``).
+(:func:`codes_outside_range`, part of ``vs_fake_quant``): a code beyond it is
+one no quantized program can produce, however loose the output's bound in
+LSB. Outputs held to a statistical bound (the model tier) are rounded coarser
+in goldens (``Comparison.to_dict``).
 """
 
 from __future__ import annotations
