@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,8 @@ def test_converter_timeout_patch_still_needed(patch, tmp_path, request):
         record_workaround(request, patch.name, False, ["not applied on this version"], patch.upstream)
         pytest.fail(f"patch {patch.name} does not apply to executorch {installed_executorch_version()}")
     fake = tmp_path / "model-converter"
-    fake.write_text("#!/bin/sh\nsleep 600\n")
+    started = tmp_path / "converter-started"
+    fake.write_text(f"#!/bin/sh\ntouch '{started}'\nsleep 600\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     env = {**os.environ, "MODEL_CONVERTER_PATH": str(fake), "PYTHONPATH": str(REPO),
            "VGF_EXPORT_CONVERTER_TIMEOUT": "2"}
@@ -168,7 +170,13 @@ def test_converter_timeout_patch_still_needed(patch, tmp_path, request):
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     try:
-        child.wait(timeout=60)
+        # The export reaches the converter after its imports and lowering (about
+        # 10 s); from then on the patch's bound is 2 s: 15 s more is a hang.
+        deadline = time.monotonic() + 180
+        while not started.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert started.exists(), "the export never started model-converter: the test's export broke"
+        child.wait(timeout=15)
         hung = False
     except subprocess.TimeoutExpired:
         hung = True
@@ -176,7 +184,8 @@ def test_converter_timeout_patch_still_needed(patch, tmp_path, request):
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    evidence = ["without it, an export with a hanging model-converter did not end in 60 s"] if hung else []
+    evidence = (["without it, an export with a hanging model-converter had not ended 15 s after "
+                 "the converter started"] if hung else [])
     record_workaround(request, patch.name, hung, evidence, patch.upstream)
     assert hung, (f"patch {patch.name}: executorch {installed_executorch_version()} bounds "
                   "model-converter itself now; the patch may be unnecessary")
