@@ -25,7 +25,7 @@ def shard_assignment(case_ids, count: int, quick=frozenset(),
     durations file knows) -> shard (0-based) of ``count`` shards, and each
     shard's seconds: longest-processing-time over the whole table on
     ``seconds`` (conformance/harness/durations.py), the quick tier first, then
-    the other cases together with those tests (a 60 s ledger test first,
+    the other cases together with those tests (a 41 s ledger test first,
     cases around it, not on top of shards already even), so that shards are
     balanced both for a full run and for ``-m quick``. The same from the
     same file wherever it is computed (parametrization, collection). Without
