@@ -91,7 +91,8 @@ def codes_outside_range(codes: torch.Tensor, params: dict | None) -> OutsideRang
     if params is None:
         return None
     qmin, qmax = int(params["quant_min"]), int(params["quant_max"])
-    outside = (codes.to(torch.int64) < qmin) | (codes.to(torch.int64) > qmax)
+    wide = codes.to(torch.int64)
+    outside = (wide < qmin) | (wide > qmax)
     if not bool(outside.any()):
         return None
     first = outside.flatten().nonzero()[0].item()
