@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from conformance.goldens import changed_sections, describe_changes, golden_path
+from conformance.goldens.compliance import describe as describe_verdict
+from conformance.goldens.store import verdict as golden_verdict
 from conformance.oracles.compare import compare, dequantize
 from conformance.oracles.lowered import output_quant, quantize_inputs
 from conformance.oracles.references import ORACLES
@@ -53,7 +55,8 @@ def test_golden(case_run, golden, request):
                 golden_diff=golden_diff(stored_text, current) if changed else [],
                 **({"error_maps": write_case_maps(case_run)} if "numerics" in changed else {}))
     assert golden == current, (
-        f"golden of {case_run.case.id} changed in sections {changed} ({stored}).\n"
+        (describe_verdict(case_run.case.id, golden_verdict(stored_text, current)) if stored_text
+         else f"no golden for {case_run.case.id}") + f"\n({stored})\n"
         "If the change is intended, accept it with:\n"
         f"  {accept_command(request.config, case_run.case.id)}"
     )

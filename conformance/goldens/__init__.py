@@ -10,38 +10,31 @@
 | ``tosa_rules.py`` | the TOSA ERROR_IF rules a golden checks statically |
 | ``vgf_reader.py`` | a VGF file as a summary, from ``vgf_dump`` (``summarize_vgf``) |
 
-The readers are imported on first use (``summarize_tosa``, ``summarize_vgf``):
-pytest loads this package in processes that never read an artifact.
+| ``compliance.py`` | how a stored golden is compared with a new one: a mode per field, measured bands |
+| ``drift.py`` | the measurement behind the bands (goldens exported under other ISAs and thread counts) |
+
+Every name below is imported on first use: pytest loads this package in
+processes that never read an artifact, and the report tools read the bands
+(``compliance.BANDS``) with the standard library alone.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from conformance.goldens.projections import golden_tosa, golden_vgf, pte_section
-from conformance.goldens.sections import SECTIONS, GoldenSource, Section, build_golden
-from conformance.goldens.store import (
-    GOLDEN_DIR,
-    GoldenExtension,
-    changed_sections,
-    describe_changes,
-    golden_path,
-    serialize,
-)
-
-_READERS = {
+_PUBLIC = {
+    **{name: "conformance.goldens.projections" for name in ("golden_tosa", "golden_vgf", "pte_section")},
+    **{name: "conformance.goldens.sections" for name in ("SECTIONS", "GoldenSource", "Section", "build_golden")},
+    **{name: "conformance.goldens.store" for name in ("GOLDEN_DIR", "GoldenExtension", "changed_sections",
+                                                      "describe_changes", "golden_path", "serialize")},
     "summarize_tosa": "conformance.goldens.tosa_reader",
     "summarize_vgf": "conformance.goldens.vgf_reader",
 }
 
-__all__ = [
-    "GOLDEN_DIR", "SECTIONS", "GoldenExtension", "GoldenSource", "Section",
-    "build_golden", "changed_sections", "describe_changes", "golden_path",
-    "golden_tosa", "golden_vgf", "pte_section", "serialize", *_READERS,
-]
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str):
-    if name in _READERS:
-        return getattr(importlib.import_module(_READERS[name]), name)
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

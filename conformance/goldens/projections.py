@@ -201,11 +201,19 @@ def golden_tosa(summary: dict) -> dict:
     }
 
 
-def golden_vgf(summary: dict) -> dict:
+def golden_vgf(summary: dict, tolerant_constants: dict[str, str] | None = None) -> dict:
     """What a golden keeps of a VGF summary: the segment sequence and each
     segment's bindings (category, format, shape), the hash of its module's
     SPIR-V code and of each of its constants (a converter that emits other
-    code or other weights for the same graph shows here)."""
+    code or other weights for the same graph shows here).
+
+    Calibrated values move slightly between machines
+    (:mod:`conformance.goldens.compliance`), so where the code holds the TOSA
+    graph's RESCALE multipliers it is also hashed without them
+    (``code_hash_masked``), and a constant whose bytes are a TOSA operand
+    compared within a band (``tolerant_constants``: hash -> ``op[k].role``)
+    is recorded as that operand (``tosa:op[8].multiplier``)."""
+    tolerant_constants = tolerant_constants or {}
 
     def binding(b: dict) -> str:
         shape = "x".join(str(x) for x in b.get("shape") or [])
@@ -223,7 +231,11 @@ def golden_vgf(summary: dict) -> dict:
                 "outputs": [binding(b) for b in seg["outputs"]],
                 "constants": len(seg["constants"]),
                 "code_hash": seg["module"].get("code_hash"),
-                "constant_hashes": [c.get("hash") for c in seg["constants"]],
+                **({"code_hash_masked": seg["module"]["code_hash_masked"]}
+                   if "code_hash_masked" in seg["module"] else {}),
+                "constant_hashes": [f"tosa:{tolerant_constants[c['hash']]}"
+                                    if c.get("hash") in tolerant_constants else c.get("hash")
+                                    for c in seg["constants"]],
             }
             for seg in summary["segments"]
         ],
@@ -238,10 +250,37 @@ def tosa_file(path: Path) -> dict:
 
 
 def vgf_file(path: Path) -> dict:
-    """The golden's view of one ``NN_vgf.vgf``."""
+    """The golden's view of one ``NN_vgf.vgf``, with the calibrated values of
+    the TOSA flatbuffer it was converted from (``NN_vgf.tosa`` beside it)."""
+    from conformance.goldens.tosa_reader import summarize_tosa
     from conformance.goldens.vgf_reader import summarize_vgf
 
-    return golden_vgf(summarize_vgf(str(path)))
+    tosa = path.with_suffix(".tosa")
+    operators = summarize_tosa(tosa.read_bytes())["operators"] if tosa.exists() else []
+    tolerant = {digest: f"op[{op['index']}].{role}" for op in operators
+                for role, digest in op.get("tolerant_hashes", {}).items()}
+    return golden_vgf(summarize_vgf(str(path), masked=calibrated_words(operators)), tolerant)
+
+
+def calibrated_words(operators: list[dict]) -> frozenset[int]:
+    """The 32-bit words by which a TOSA graph's calibrated constants appear
+    in its SPIR-V: each RESCALE multiplier, and the float32 bits of every
+    float attribute (an FP32 graph quantizes and dequantizes with MULs by
+    calibrated scales)."""
+    import struct
+
+    words = set()
+    for op in operators:
+        for name, value in op["attrs"].items():
+            if name in ("effective_scale", "ratio_hw"):  # computed here, not constants
+                continue
+            values = value if isinstance(value, list) else [value]
+            if name == "multiplier" and op["op"] == "RESCALE":
+                words.update(v for v in values if isinstance(v, int))
+            for v in values:
+                if isinstance(v, float) and abs(v) <= 3.4028234663852886e38:
+                    words.add(struct.unpack("<I", struct.pack("<f", v))[0])
+    return frozenset(words)
 
 
 def grid_sampler_file(path: Path) -> dict:

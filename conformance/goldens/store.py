@@ -18,6 +18,7 @@ from pathlib import Path
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from conformance.goldens import compliance
 from conformance.goldens.sections import SECTIONS, build_golden  # noqa: F401 - re-exported
 
 #: The built-in table's goldens, ``<case id>.json`` each.
@@ -50,12 +51,19 @@ def _section_names(stored: dict, current: dict) -> list[str]:
     return names + sorted((set(stored) | set(current)) - set(SECTIONS))
 
 
+def verdict(stored_text: str, golden: dict) -> compliance.Verdict:
+    """The stored golden against a new one, each field in its compliance
+    mode (:mod:`conformance.goldens.compliance`)."""
+    return compliance.compare(json.loads(stored_text), json.loads(serialize(golden)))
+
+
 def changed_sections(stored_text: str | None, golden: dict) -> list[str]:
-    """Sections that differ from the stored golden ("<new>" when none is stored)."""
+    """Sections that changed against the stored golden, outside the compliance
+    modes (a drift inside its band is no change); "<new>" when none is stored."""
     if stored_text is None:
         return ["<new>"]
-    stored, current = json.loads(stored_text), json.loads(serialize(golden))
-    return [k for k in _section_names(stored, current) if stored.get(k) != current.get(k)]
+    changed = verdict(stored_text, golden).changed
+    return [k for k in _section_names(json.loads(stored_text), golden) if k in changed]
 
 
 def describe_changes(stored_text: str | None, golden: dict | None, failed_stage: str | None = None) -> list[str]:
@@ -68,8 +76,11 @@ def describe_changes(stored_text: str | None, golden: dict | None, failed_stage:
     if golden is None:
         return [f"now fails at {failed_stage} (exported on the baseline)"]
     stored, current = json.loads(stored_text), json.loads(serialize(golden))
+    changed = compliance.compare(stored, current).changed
     changes = []
     for name in _section_names(stored, current):
+        if name not in changed:
+            continue  # equal, or within the bands of its compliance modes
         if name in SECTIONS:
             changes += SECTIONS[name].changes(stored, current)
         elif stored.get(name) != current.get(name):
@@ -102,6 +113,15 @@ class GoldenExtension(SingleFileSnapshotExtension):
 
     def serialize(self, data, *, exclude=None, include=None, matcher=None) -> str:
         return serialize(data)
+
+    def matches(self, *, serialized_data, snapshot_data) -> bool:
+        """Each field in its compliance mode: a golden whose every difference
+        is inside its band matches, so ``--snapshot-update`` leaves its file
+        byte-identical (machine noise never churns a golden)."""
+        try:
+            return compliance.compare(json.loads(snapshot_data), json.loads(serialized_data)).matches
+        except ValueError:  # not JSON (a hand-edited file): only equal text matches
+            return serialized_data == snapshot_data
 
     @classmethod
     def dirname(cls, *, test_location) -> str:

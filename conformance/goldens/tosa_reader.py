@@ -43,6 +43,12 @@ from conformance.text import round_floats
 CONST_OPS = {"CONST", "CONST_SHAPE"}
 #: Constants with at most this many elements are inlined as values.
 MAX_INLINE = 16
+#: Operands computed from calibrated scales, which move slightly from one
+#: machine to another (conformance.goldens.compliance compares them within a
+#: band): always inlined as values, whatever their size, so that a golden
+#: compares their values rather than a hash of them.
+TOLERANT_OPERANDS = {"RESCALE": ("multiplier", "shift"), "CONV2D": ("bias",), "CONV3D": ("bias",),
+                     "DEPTHWISE_CONV2D": ("bias",), "TRANSPOSE_CONV2D": ("bias",)}
 
 # TOSA 1.0 operand order (spec "Arguments" tables) for ops whose extra operands
 # are usually compile-time constants.
@@ -99,14 +105,14 @@ class _Block:
         return self.tensors.get(name) or self.shapes.get(name) or {"shape": None, "dtype": "UNKNOWN", "raw": b""}
 
 
-def _const_value(info):
+def _const_value(info, inline_all: bool = False):
     dtype = info["dtype"]
     shape = info["shape"] or []
     count = math.prod(int(s) for s in shape) if shape is not None else None
     raw = info["raw"]
     vals = decode_data(raw, dtype, count)
     out = {"shape": shape, "dtype": dtype}
-    if vals is not None and len(vals) <= MAX_INLINE:
+    if vals is not None and (len(vals) <= MAX_INLINE or inline_all):
         out["value"] = [clean_float(v) for v in vals]
     else:
         out["count"] = count
@@ -193,6 +199,8 @@ def _summarize_block(B: _Block, include_names, include_fb_index, hash_constants)
         if include_fb_index:
             entry["fb_index"] = fb_idx
         roles = OPERAND_NAMES.get(opname, [])
+        tolerant = TOLERANT_OPERANDS.get(opname, ())
+        tolerant_hashes = {}
         operands = []
         for pos, n in enumerate(in_names):
             info = B.info(n)
@@ -202,7 +210,9 @@ def _summarize_block(B: _Block, include_names, include_fb_index, hash_constants)
                 src = "const"  # tensor with data but no CONST op
             d: dict[str, Any] = {"role": role}
             if src == "const":
-                c = _const_value(info)
+                c = _const_value(info, inline_all=role in tolerant)
+                if role in tolerant:  # what a VGF constant made of it hashes to
+                    tolerant_hashes[role] = short_hash(info["raw"])
                 if hash_constants and "value" not in c:
                     c["sha256_16"] = short_hash(info["raw"])
                 d["const"] = c
@@ -225,6 +235,8 @@ def _summarize_block(B: _Block, include_names, include_fb_index, hash_constants)
         big = {d["role"]: d["const"] for d in operands if "const" in d and "value" not in d["const"]}
         if big:
             entry["const_operands"] = big
+        if tolerant_hashes:
+            entry["tolerant_hashes"] = tolerant_hashes
         entry["outputs"] = outs
         entry["attrs"] = _op_attrs(opname, attrs, operands, outs, B, in_names)
         entry["brief"] = _brief(entry)

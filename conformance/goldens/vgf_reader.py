@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -52,9 +53,9 @@ def vgf_dump_json(path: str, timeout: float = 60) -> dict:
     return json.loads(p.stdout)
 
 
-def _dumped_hash(path: str, flag: str, index: int, timeout: float = 60) -> str:
-    """sha256 (16 hex digits) of what ``vgf_dump --dump-spirv|--dump-constant
-    INDEX`` writes: a module's SPIR-V code or a constant's raw bytes."""
+def _dumped(path: str, flag: str, index: int, timeout: float = 60) -> bytes:
+    """What ``vgf_dump --dump-spirv|--dump-constant INDEX`` writes: a module's
+    SPIR-V code or a constant's raw bytes."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "dump.bin"
         p = subprocess.run([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
@@ -62,7 +63,31 @@ def _dumped_hash(path: str, flag: str, index: int, timeout: float = 60) -> str:
         if p.returncode != 0 or not out.exists():
             raise RuntimeError(f"vgf_dump {flag} {index} failed rc={p.returncode}: "
                                f"{tail(p.stderr.decode(errors='replace'))}")
-        return hashlib.sha256(out.read_bytes()).hexdigest()[:16]
+        return out.read_bytes()
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+#: SPIR-V: the header's length in words, and OpConstant's opcode.
+_SPIRV_HEADER_WORDS, _OP_CONSTANT = 5, 43
+
+
+def mask_constants(code: bytes, values: frozenset[int]) -> bytes:
+    """SPIR-V ``code`` with the literal of every 32-bit ``OpConstant`` whose
+    value is in ``values`` set to zero: the code without those constants
+    (a TOSA graph's RESCALE multipliers, which calibration moves)."""
+    words = list(struct.unpack(f"<{len(code) // 4}I", code[: len(code) // 4 * 4]))
+    i = _SPIRV_HEADER_WORDS
+    while i < len(words):
+        count, opcode = words[i] >> 16, words[i] & 0xFFFF
+        if count == 0:
+            break  # not SPIR-V as expected: hash what is there
+        if opcode == _OP_CONSTANT and count == 4 and words[i + 3] in values:
+            words[i + 3] = 0
+        i += count
+    return struct.pack(f"<{len(words)}I", *words)
 
 
 def _descriptor_set(index: int, info, binding) -> dict:
@@ -72,9 +97,22 @@ def _descriptor_set(index: int, info, binding) -> dict:
     return {"set": info.get("set_index"), "bindings": [binding(b) for b in info.get("bindings", [])]}
 
 
-def summarize_vgf(path: str) -> dict:
+def _code_hashes(path: str, module: dict, masked: frozenset[int]) -> dict:
+    if not (module.get("shader_code_available") and module.get("shader_type") == "SPIR-V"):
+        return {"code_hash": None}
+    code = _dumped(path, "--dump-spirv", module["index"])
+    hashes = {"code_hash": _hash(code)}
+    without = mask_constants(code, masked) if masked else code
+    if without != code:
+        hashes["code_hash_masked"] = _hash(without)
+    return hashes
+
+
+def summarize_vgf(path: str, masked: frozenset[int] = frozenset()) -> dict:
     """Condensed VGF description: module/segment sequence, bindings with
-    resource category/format/shape, constants. No file paths."""
+    resource category/format/shape, constants. No file paths. Where the
+    SPIR-V code holds constants of value in ``masked`` (see
+    :func:`mask_constants`), ``code_hash_masked`` hashes it without them."""
     d = vgf_dump_json(path)
     resources = {r["index"]: r for r in d.get("resources", [])}
     modules = {m["index"]: m for m in d.get("modules", [])}
@@ -105,8 +143,7 @@ def summarize_vgf(path: str) -> dict:
                 "type": m.get("type"), "name": m.get("name"), "entry_point": m.get("entry_point"),
                 "shader_type": m.get("shader_type"), "has_code": m.get("shader_code_available"),
                 # The module's code (SPIR-V: the graph or the compute shader) by hash.
-                "code_hash": _dumped_hash(path, "--dump-spirv", m["index"])
-                if m.get("shader_code_available") and m.get("shader_type") == "SPIR-V" else None,
+                **_code_hashes(path, m, masked),
             },
             "inputs": [binding(b) for b in s.get("inputs", [])],
             "outputs": [binding(b) for b in s.get("outputs", [])],
@@ -116,7 +153,7 @@ def summarize_vgf(path: str) -> dict:
                 {"shape": res(consts.get(ci, {}).get("mrt_index")).get("shape"),
                  "vk_format": res(consts.get(ci, {}).get("mrt_index")).get("vk_format"),
                  "sparsity_dimension": consts.get(ci, {}).get("sparsity_dimension"),
-                 "hash": _dumped_hash(path, "--dump-constant", ci)}
+                 "hash": _hash(_dumped(path, "--dump-constant", ci))}
                 for ci in s.get("constants", [])
             ],
             "dispatch_shape": s.get("dispatch_shape"),

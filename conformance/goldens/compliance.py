@@ -1,0 +1,322 @@
+"""How a stored golden is compared with a new one: a compliance mode per field.
+
+A golden diff must mean "the stack changed", never "the run was on another
+CPU". The same pinned stack calibrates PT2E observers on float convolutions
+whose summation order depends on oneDNN's ISA dispatch and on torch's thread
+count, so calibrated values move by about 1e-7 relative from one machine to
+the next; everything else an export produces is exact. So each field of a
+golden has a mode, as each output of a TOSA conformance test has one:
+
+* **exact** (the default): structure, op order, shapes, dtypes, zero points,
+  rounding modes, weights and their hashes, delegation, the ``.pte``, the
+  error statistics' codes outside the range, every text.
+* **tolerant**, within a :class:`Band` measured across machines
+  (``docs/portability.md``, ``python -m conformance.goldens.drift``):
+  a RESCALE's effective scale ``multiplier * 2^-shift`` (relative), a
+  convolution's bias codes (codes), a quantization scale (relative), the
+  numerics statistics (LSB, dB).
+* **derived**: a field computed from tolerant ones. A VGF segment's SPIR-V
+  embeds the TOSA graph's RESCALE constants, so its ``code_hash`` is exact
+  when its delegate's TOSA is exact; otherwise ``code_hash_masked`` (the
+  same code with the tolerant constants masked) must be exact and the TOSA
+  within its bands. A VGF constant that is a TOSA operand with a tolerant
+  mode is recorded as that operand (``tosa:op[7].bias``), whose values the
+  ``tosa`` section compares.
+
+:func:`compare` returns a :class:`Verdict`: the drift of each tolerant field
+(what ``drift`` measures), the exact fields that differ, and the tolerant
+ones outside their band, each naming section, field, stored and new value.
+The syrupy extension (:mod:`conformance.goldens.store`) matches with it, so a
+golden inside every band is left byte-identical by ``--snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Band:
+    """How far a tolerant field may drift between two machines running the
+    same stack: ``limit`` in ``unit``, for ``reason``. Each limit is at most
+    twice the worst drift measured (``docs/portability.md``)."""
+
+    name: str
+    limit: float
+    unit: str
+    reason: str
+
+
+#: The bands, one per tolerant field. The measurement behind each limit:
+#: docs/portability.md (``python -m conformance.goldens.drift table``).
+BANDS: dict[str, Band] = {band.name: band for band in (
+    Band("rescale_scale", 2e-6, "relative error of multiplier * 2^-shift",
+         "a RESCALE requantizes with scales PT2E observers calibrated on float convolutions; "
+         "oneDNN's ISA and the thread count change their summation order (worst measured "
+         "drift: docs/portability.md)"),
+    Band("bias_code", 2.0, "codes",
+         "a convolution's int32 bias is its float bias over the calibrated input scale times "
+         "the weight scale, rounded: a scale drift moves a code across a rounding boundary"),
+    Band("quant_scale", 2e-6, "relative",
+         "a calibrated quantization scale (an output or intermediate without a fixed qspec)"),
+    Band("stat_lsb", 0.02, "LSB",
+         "error statistics (mean, bias, p99) over outputs computed from calibrated scales "
+         "and float references summed in machine-dependent order"),
+    Band("max_lsb", 1.0, "LSB",
+         "the largest error: one element whose float reference or calibrated requantization "
+         "sits on a rounding boundary moves it by one step"),
+    Band("snr_db", 0.2, "dB", "signal-to-noise ratio of the same statistics"),
+)}
+
+#: Numerics statistics and their band.
+_STAT_BANDS = {"max_lsb": "max_lsb", "p99_lsb": "max_lsb", "mean_lsb": "stat_lsb",
+               "bias_lsb": "stat_lsb", "snr_db": "snr_db"}
+
+#: An attribute of a TOSA op line (``name=value``, no spaces in a value).
+_TOKEN = re.compile(r"\b([a-z_0-9]+)=(\[[^\]]*\]|[^\s)]+)")
+#: Integer operands computed from calibrated scales (a RESCALE's, a convolution's).
+_CALIBRATED_INTS = ("multiplier", "shift", "bias")
+#: A value with a float literal: a float constant operand of an FP32 graph (a
+#: quantize's or dequantize's scale, as MUL operands), compared relatively.
+_FLOAT = re.compile(r"\d\.\d|\de[-+]?\d|\b(inf|nan)\b")
+
+
+@dataclasses.dataclass(frozen=True)
+class Drift:
+    value: float
+    where: str
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The comparison of one stored golden with a new one."""
+
+    drifts: dict[str, Drift] = dataclasses.field(default_factory=dict)
+    exact_mismatches: list[str] = dataclasses.field(default_factory=list)
+    out_of_band: list[str] = dataclasses.field(default_factory=list)
+    #: Sections that differ at all (byte-wise), in or out of band.
+    differing: set[str] = dataclasses.field(default_factory=set)
+    #: Sections with a difference outside every band: what "changed" means.
+    changed: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def matches(self) -> bool:
+        return not self.exact_mismatches and not self.out_of_band
+
+    def drift(self, band: str, value: float, where: str, section: str, stored, new) -> None:
+        """Record a tolerant field's drift; out of band when past its limit."""
+        if value > self.drifts.get(band, Drift(-1.0, "")).value:
+            self.drifts[band] = Drift(value, where)
+        limit = BANDS[band]
+        if value > limit.limit:
+            self.changed.add(section)
+            self.out_of_band.append(
+                f"{where}: stored {stored}, new {new}: drift {value:.3g} {limit.unit} is outside "
+                f"the band {limit.limit:.3g} ({band}: {limit.reason})")
+
+    def exact(self, where: str, section: str, stored, new) -> None:
+        self.changed.add(section)
+        self.exact_mismatches.append(f"{where}: stored {_short(stored)}, new {_short(new)} (exact)")
+
+    def messages(self) -> list[str]:
+        return self.exact_mismatches + self.out_of_band
+
+
+def _short(value, limit: int = 300) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def compare(stored: dict, new: dict) -> Verdict:
+    """Compare two goldens (parsed JSON) field by field, in their modes."""
+    verdict = Verdict()
+    for section in sorted(set(stored) | set(new)):
+        before, after = stored.get(section), new.get(section)
+        if before == after:
+            continue
+        verdict.differing.add(section)
+        if section == "tosa" and isinstance(before, list) and isinstance(after, list):
+            _compare_tosa(before, after, verdict)
+        elif section == "vgf" and isinstance(before, list) and isinstance(after, list):
+            _compare_list(before, after, section, verdict, section,
+                          lambda b, a, where: _compare_vgf(b, a, where, verdict, stored, new))
+        else:
+            _walk(before, after, section, section, verdict)
+    return verdict
+
+
+def _walk(before, after, where: str, section: str, verdict: Verdict, key: str = "") -> None:
+    """Exact, except the tolerant fields named by their key."""
+    if before == after:
+        return
+    if isinstance(before, dict) and isinstance(after, dict):
+        for k in sorted(set(before) | set(after)):
+            if k not in before or k not in after:
+                verdict.exact(f"{where}.{k}", section, before.get(k, "<absent>"), after.get(k, "<absent>"))
+            else:
+                _walk(before[k], after[k], f"{where}.{k}", section, verdict, k)
+        return
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for i, (b, a) in enumerate(zip(before, after)):
+            _walk(b, a, f"{where}[{i}]", section, verdict, key)
+        return
+    if _is_number(before) and _is_number(after):
+        if key in ("scale", "unit"):
+            verdict.drift("quant_scale", _relative(before, after), where, section, before, after)
+            return
+        if section == "numerics" and key in _STAT_BANDS:
+            verdict.drift(_STAT_BANDS[key], abs(after - before), where, section, before, after)
+            return
+    verdict.exact(where, section, before, after)
+
+
+def _compare_list(before: list, after: list, where: str, verdict: Verdict, section: str, each) -> None:
+    if len(before) != len(after):
+        verdict.exact(f"{where} (length)", section, len(before), len(after))
+        return
+    for i, (b, a) in enumerate(zip(before, after)):
+        if b != a:
+            each(b, a, f"{where}[{i}]")
+
+
+# ---------------------------------------------------------------------------
+# TOSA: op lines with tolerant operands
+# ---------------------------------------------------------------------------
+def _values(text: str, kind=int) -> list:
+    """``[1,2]``, ``38x16`` (sixteen times 38) or ``5`` as numbers of ``kind``."""
+    if text.startswith("["):
+        return [kind(v) for v in text[1:-1].split(",") if v.strip()]
+    if "x" in text:
+        value, count = text.rsplit("x", 1)
+        return [kind(value)] * int(count)
+    return [kind(text)]
+
+
+def split_op_line(line: str) -> tuple[str, dict[str, list]]:
+    """An op line with its tolerant operands masked, and their values: the
+    calibrated integers (``multiplier``, ``shift``, ``bias``) and every
+    float-valued attribute."""
+    values: dict[str, list] = {}
+
+    def mask(match: re.Match) -> str:
+        name, text = match.group(1), match.group(2)
+        try:
+            if name in _CALIBRATED_INTS:
+                values[name] = _values(text)
+            elif _FLOAT.search(text):
+                values[name] = _values(text, float)
+            else:
+                return match.group(0)
+        except ValueError:
+            return match.group(0)
+        return f"{name}=<{name}>"
+
+    return _TOKEN.sub(mask, line), values
+
+
+def _effective(multipliers: list[int], shifts: list[int]) -> list[float]:
+    if len(shifts) == 1 and len(multipliers) > 1:
+        shifts = shifts * len(multipliers)
+    return [m * 2.0 ** -s for m, s in zip(multipliers, shifts)]
+
+
+def _compare_tosa(before: list, after: list, verdict: Verdict) -> None:
+    def delegate(b: dict, a: dict, where: str) -> None:
+        for key in sorted(set(b) | set(a)):
+            if key == "ops" and isinstance(b.get(key), list) and isinstance(a.get(key), list):
+                _compare_list(b["ops"], a["ops"], f"{where}.ops", verdict, "tosa",
+                              lambda sb, sa, w: _compare_op(sb, sa, w, verdict))
+            elif b.get(key) != a.get(key):
+                _walk(b.get(key), a.get(key), f"{where}.{key}", "tosa", verdict)
+
+    _compare_list(before, after, "tosa", verdict, "tosa", delegate)
+
+
+def _compare_op(before: str, after: str, where: str, verdict: Verdict) -> None:
+    skeleton_b, values_b = split_op_line(before)
+    skeleton_a, values_a = split_op_line(after)
+    op = before.split("(", 1)[0].split("] ", 1)[-1]
+    if skeleton_b != skeleton_a or set(values_b) != set(values_a):
+        verdict.exact(where, "tosa", before, after)
+        return
+    if "multiplier" in values_b:
+        scales_b = _effective(values_b["multiplier"], values_b.get("shift", [0]))
+        scales_a = _effective(values_a["multiplier"], values_a.get("shift", [0]))
+        if len(scales_b) != len(scales_a):
+            verdict.exact(f"{where} multiplier (channels)", "tosa", before, after)
+        else:
+            worst = max((_relative(b, a) for b, a in zip(scales_b, scales_a)), default=0.0)
+            verdict.drift("rescale_scale", worst, f"{where} {op} multiplier*2^-shift", "tosa",
+                          _pairs(values_b), _pairs(values_a))
+    elif values_b.get("shift") != values_a.get("shift"):  # a shift without a multiplier (MUL): exact
+        verdict.exact(f"{where} shift", "tosa", values_b.get("shift"), values_a.get("shift"))
+    for name in sorted(set(values_b) - set(_CALIBRATED_INTS)):
+        b, a = values_b[name], values_a[name]
+        if len(b) != len(a):
+            verdict.exact(f"{where} {name} (length)", "tosa", b, a)
+        else:
+            worst = max((_relative(x, y) for x, y in zip(b, a)), default=0.0)
+            verdict.drift("quant_scale", worst, f"{where} {op} {name}", "tosa", b, a)
+    if "bias" in values_b:
+        b, a = values_b["bias"], values_a["bias"]
+        if len(b) != len(a):
+            verdict.exact(f"{where} bias (channels)", "tosa", b, a)
+        else:
+            worst = max((abs(x - y) for x, y in zip(b, a)), default=0)
+            verdict.drift("bias_code", float(worst), f"{where} {op} bias", "tosa", b, a)
+
+
+def _pairs(values: dict[str, list[int]]) -> str:
+    return f"multiplier={values.get('multiplier')} shift={values.get('shift')}"
+
+
+# ---------------------------------------------------------------------------
+# VGF: hashes derived from the TOSA
+# ---------------------------------------------------------------------------
+def _compare_vgf(before: dict, after: dict, where: str, verdict: Verdict, stored: dict, new: dict) -> None:
+    tosa_exact = _delegate_tosa(stored, before.get("delegate")) == _delegate_tosa(new, after.get("delegate"))
+    for key in sorted(set(before) | set(after)):
+        if key != "segments" or not isinstance(before.get(key), list) or not isinstance(after.get(key), list):
+            _walk(before.get(key), after.get(key), f"{where}.{key}", "vgf", verdict)
+            continue
+        _compare_list(before[key], after[key], f"{where}.segments", verdict, "vgf",
+                      lambda b, a, w: _compare_segment(b, a, w, verdict, tosa_exact))
+
+
+def _compare_segment(before: dict, after: dict, where: str, verdict: Verdict, tosa_exact: bool) -> None:
+    for key in sorted(set(before) | set(after)):
+        b, a = before.get(key), after.get(key)
+        if b == a:
+            continue
+        if key == "code_hash" and not tosa_exact and "code_hash_masked" in before \
+                and before.get("code_hash_masked") == after.get("code_hash_masked"):
+            continue  # derived: the SPIR-V differs only in the TOSA's tolerant constants
+        verdict.exact(f"{where}.{key}", "vgf", b, a)
+
+
+def _delegate_tosa(golden: dict, index) -> Any:
+    for entry in golden.get("tosa") or []:
+        if isinstance(entry, dict) and entry.get("delegate") == index:
+            return entry
+    return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _relative(before: float, after: float) -> float:
+    if before == after:
+        return 0.0
+    scale = max(abs(before), abs(after))
+    return abs(after - before) / scale if scale else 0.0
+
+
+def describe(case_id: str, verdict: Verdict) -> str:
+    """A failure's text: every field outside its mode, one per line."""
+    lines = [f"golden of {case_id}: {len(verdict.messages())} field(s) outside their compliance "
+             f"mode, in sections {sorted(verdict.changed)}:"]
+    lines += [f"  {message}" for message in verdict.messages()]
+    return "\n".join(lines)
