@@ -205,3 +205,46 @@ def test_merge_is_forwarded_to_the_harness_command(monkeypatch):
     monkeypatch.setattr("conformance.harness.report.main", lambda argv: seen.append(argv) or 0)
     assert main(["merge", "out", "shard-1", "shard-2"]) == 0
     assert seen == [["merge", "out", "shard-1", "shard-2"]]
+
+
+def _on(report: dict, isa: str, threads: int) -> dict:
+    report = copy.deepcopy(report)
+    report["run"] = {"machine": {"cpu": f"a CPU with {isa}", "cores": 2, "onednn_isa": isa,
+                                 "torch_threads": {"gw0": threads, "gw1": threads}, "workers": 2}}
+    return report
+
+
+def test_a_diff_between_machines_counts_no_machine_noise_as_a_change():
+    """Runs on different ISAs or thread counts: a worst error moving within the
+    measured cross-machine band (compliance.BANDS) is no change, and the
+    diff says where each ran; on the same machine the same move is one."""
+    from conformance.goldens.compliance import BANDS
+
+    band = BANDS["max_lsb"].limit
+    old = _on(_base(), "AVX512_CORE", 2)
+    noisy = copy.deepcopy(old)
+    noisy["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] += band
+    elsewhere = _on(noisy, "AVX2", 1)
+    delta = diff.diff_reports(old, elsewhere)
+    assert delta.cases == [] and delta.numerics_threshold == band
+    text = diff.render_markdown(delta)
+    assert "a CPU with AVX512_CORE" in text and "a CPU with AVX2" in text and f"{band:g} LSB" in text
+    assert _only(diff.diff_reports(old, noisy)).numerics_worse  # same machine: a change
+    worse = copy.deepcopy(elsewhere)
+    worse["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] += band + 0.5
+    assert _only(diff.diff_reports(old, worse)).numerics_worse  # beyond the band: a change
+
+
+def test_the_report_says_where_it_ran():
+    from conformance.harness import machine
+    from conformance.harness.report import render_markdown
+
+    avx512 = {"sse4_1", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"}
+    assert machine.onednn_isa(avx512, None) == "AVX512_CORE"
+    assert machine.onednn_isa(avx512, "AVX2") == "AVX2"  # the cap lowers it
+    assert machine.onednn_isa({"sse4_1", "avx", "avx2", "fma"}, "AVX512_CORE") == "AVX2"  # never raises it
+    here = machine.describe({"gw0": 2}, workers=1)
+    assert {"cpu", "cores", "onednn_isa", "dnnl_max_cpu_isa", "torch_threads", "workers"} <= set(here)
+    report = _on(_base(), "AVX2", 1)
+    assert "Ran on: a CPU with AVX2, 2 cores, oneDNN AVX2, 1 torch thread(s) per worker, 2 worker(s)." \
+        in render_markdown(report)

@@ -23,6 +23,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from conformance.goldens.compliance import BANDS
+from conformance.harness import machine
 from conformance.harness.report import CaseRecord, WorkaroundVerdict
 
 #: A numerics change smaller than this (LSB) is not one: the report rounds
@@ -153,6 +155,9 @@ class ReportDiff:
     stack: list  # (package, old version, new version)
     new_warnings: list  # warnings of NEW that no case of OLD raised
     gone_warnings: list
+    #: Where each ran (machine.line), and the smallest worst-error move counted.
+    machines: tuple[str, str] = ("unknown machine", "unknown machine")
+    numerics_threshold: float = NUMERICS_EPSILON
 
     @property
     def changed(self) -> list:
@@ -220,8 +225,18 @@ def _delegation(old: dict, new: dict) -> list[str]:
     return out
 
 
-def diff_case(old: dict, new: dict) -> CaseDiff:
-    """The changes of one case between two reports (empty when none)."""
+def numerics_threshold(old: dict, new: dict) -> float:
+    """The smallest move of a worst error (LSB) that is a change: rounding
+    noise between runs on the same ISA and thread counts; between runs on
+    different machines, the measured band of the largest error
+    (``compliance.BANDS["max_lsb"]``), so that machine noise is no change."""
+    same = machine.same_computation((old.get("run") or {}).get("machine"), (new.get("run") or {}).get("machine"))
+    return NUMERICS_EPSILON if same else max(NUMERICS_EPSILON, BANDS["max_lsb"].limit)
+
+
+def diff_case(old: dict, new: dict, threshold: float = NUMERICS_EPSILON) -> CaseDiff:
+    """The changes of one case between two reports (empty when none); a worst
+    error moving by no more than ``threshold`` LSB is no change."""
     change = CaseDiff(id=new["id"], family=new.get("family", "?"))
     if old.get("outcome") != new.get("outcome"):
         change.outcome = (old.get("outcome"), new.get("outcome"))
@@ -238,9 +253,9 @@ def diff_case(old: dict, new: dict) -> CaseDiff:
     before, after = _max_lsb(old), _max_lsb(new)
     for where in sorted(set(before) & set(after)):
         numbers = NumericsChange(new["id"], where, before[where], after[where])
-        if after[where] > before[where] + NUMERICS_EPSILON:
+        if after[where] > before[where] + threshold:
             change.numerics_worse.append(numbers)
-        elif after[where] < before[where] - NUMERICS_EPSILON:
+        elif after[where] < before[where] - threshold:
             change.numerics_better.append(numbers)
     if _vulkan(old) != _vulkan(new) and _vulkan(old) and _vulkan(new):
         change.vulkan = (_vulkan(old), _vulkan(new))
@@ -256,6 +271,7 @@ def diff_reports(old: dict, new: dict, old_name: str = "OLD", new_name: str = "N
     old_cases = {c["id"]: c for c in old["cases"]}
     new_cases = {c["id"]: c for c in new["cases"]}
     common = sorted(set(old_cases) & set(new_cases))
+    threshold = numerics_threshold(old, new)
     cases = []
     for case_id in sorted(set(old_cases) | set(new_cases)):
         if case_id not in old_cases:
@@ -263,7 +279,7 @@ def diff_reports(old: dict, new: dict, old_name: str = "OLD", new_name: str = "N
         elif case_id not in new_cases:
             cases.append(CaseDiff(case_id, old_cases[case_id].get("family", "?"), status="removed"))
         else:
-            change = diff_case(old_cases[case_id], new_cases[case_id])
+            change = diff_case(old_cases[case_id], new_cases[case_id], threshold)
             if change.phrases():
                 cases.append(change)
     old_ledger = {w["name"]: w for w in old.get("workarounds") or []}
@@ -286,7 +302,9 @@ def diff_reports(old: dict, new: dict, old_name: str = "OLD", new_name: str = "N
     new_all = {_warning_key(w): w for i in common for w in new_cases[i].get("warnings") or []}
     return ReportDiff(old_name, new_name, common, cases, workarounds, stack,
                       sorted(new_all[k] for k in set(new_all) - set(old_all)),
-                      sorted(old_all[k] for k in set(old_all) - set(new_all)))
+                      sorted(old_all[k] for k in set(old_all) - set(new_all)),
+                      (machine.line((old.get("run") or {}).get("machine")),
+                       machine.line((new.get("run") or {}).get("machine"))), threshold)
 
 
 def _warning_key(warning: str) -> str:
@@ -303,6 +321,10 @@ def render_markdown(delta: ReportDiff, max_rows: int = MAX_CASE_ROWS) -> str:
     if delta.stack:
         lines += ["Stack: " + ", ".join(f"{p} {a or 'absent'} -> {b or 'absent'}" if a != b else f"{p} {a}"
                                         for p, a, b in delta.stack), ""]
+    if delta.machines[0] != delta.machines[1]:
+        lines += [f"Machines: `{delta.old_name}` ran on {delta.machines[0]}; `{delta.new_name}` on "
+                  f"{delta.machines[1]}. Worst errors are compared within "
+                  f"{delta.numerics_threshold:g} LSB (the measured cross-machine band).", ""]
     lines.append(f"{len(delta.common)} cases in both: **{len(changed)} changed**, "
                  f"{len(delta.common) - len(changed)} unchanged"
                  + (f"; {len(removed)} only in OLD" if removed else "")

@@ -40,7 +40,7 @@ import pytest
 
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
-from conformance.harness import durations, plan
+from conformance.harness import durations, machine, plan
 from conformance.harness.report import WorkaroundVerdict, build_report, write_report
 
 REPORT_KEY = "vgf_case"
@@ -388,6 +388,17 @@ class WorkerMemory:
 
     def pytest_runtest_logfinish(self) -> None:
         self.config.workeroutput["vgf_memory"] = peak_memory()
+        threads = torch_threads()
+        if threads is not None:
+            self.config.workeroutput["vgf_threads"] = threads
+
+
+def torch_threads() -> int | None:
+    """torch's intra-op thread count in this process (None before torch is imported)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
 
 
 def _test_name(nodeid: str) -> str:
@@ -493,6 +504,7 @@ class CaseReport:
         self.tier_tests: Counter = Counter()
         self.start = time.perf_counter()
         self.memory: dict[str, dict] = {}  # worker id -> peak_memory()
+        self.threads: dict[str, int] = {}  # worker id -> torch threads
         self.first_case: dict[str, str] = {}  # worker id -> the first case it ran
         self.busy: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])  # worker -> tests, seconds, last end
         every = config.getoption("--vgf-progress")
@@ -517,6 +529,9 @@ class CaseReport:
         memory = getattr(node, "workeroutput", {}).get("vgf_memory")
         if memory is not None:
             self.memory[node.gateway.id] = memory
+        threads = getattr(node, "workeroutput", {}).get("vgf_threads")
+        if threads is not None:
+            self.threads[node.gateway.id] = threads
 
     def _write_line(self, text: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -603,6 +618,11 @@ class CaseReport:
             # Peak resident memory per process that ran tests (xdist workers,
             # or this one) and of its largest child process.
             "memory": dict(sorted(self.memory.items())) or {"main": peak_memory()},
+            # Where it ran: calibrated values move with oneDNN's ISA and the
+            # thread count (conformance/goldens/compliance.py).
+            "machine": machine.describe(
+                self.threads or ({"main": torch_threads()} if torch_threads() is not None else None),
+                workers=len(self.busy) if self.threads else 1),
         }
 
     def pytest_sessionfinish(self, session) -> None:

@@ -22,6 +22,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from conformance.harness.machine import line as machine_line
+
 OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
 
 
@@ -136,7 +138,9 @@ def merge_run_times(runs: list[dict]) -> dict:
             "memory": {f"shard{i + 1}-{worker}": peak for i, run in enumerate(runs)
                        for worker, peak in run.get("memory", {}).items()},
             "workers": {f"shard{i + 1}-{worker}": entry for i, run in enumerate(runs)
-                        for worker, entry in run.get("workers", {}).items()}}
+                        for worker, entry in run.get("workers", {}).items()},
+            # Shards may land on different CPUs: each one's machine.
+            "machines": {f"shard{i + 1}": run["machine"] for i, run in enumerate(runs) if run.get("machine")}}
 
 
 def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None,
@@ -155,8 +159,12 @@ def render_markdown(report: dict) -> str:
     cases = report["cases"]
     by_outcome = Counter(c["outcome"] for c in cases)
     families = sorted({c.get("family", "?") for c in cases})
-    lines = ["# VGF conformance report", "", f"{len(cases)} cases.", "",
-             "## By outcome", "", "| outcome | cases |", "|---|---|"]
+    lines = ["# VGF conformance report", "", f"{len(cases)} cases.", ""]
+    run = report.get("run") or {}
+    machines = run.get("machines") or ({"": run["machine"]} if run.get("machine") else {})
+    for name, machine in machines.items():
+        lines += [f"Ran on{f' ({name})' if name else ''}: {machine_line(machine)}.", ""]
+    lines += ["## By outcome", "", "| outcome | cases |", "|---|---|"]
     lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
     lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
               "|---|" + "---|" * len(OUTCOME_ORDER)]
