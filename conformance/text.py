@@ -4,7 +4,11 @@ an error message, floats rounded for goldens and reports, dtype names."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
+
+#: What a case id may look like: it names the case's golden file.
+CASE_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 #: Lines of an error message (or a tool's output) kept in failures and reports.
 TAIL_LINES = 25

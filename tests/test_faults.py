@@ -204,7 +204,7 @@ def test_a_tosa_version_change_fails_the_golden_and_names_the_section(tmp_path, 
     else:
         raise AssertionError("test_golden passed with another TOSA version")
     assert f"golden of {case_id} changed in sections ['tosa']" in message
-    assert f"-k '{case_id}' --snapshot-update" in message  # how to accept it
+    assert f"--vgf-case {case_id} --snapshot-update" in message  # how to accept it
     assert run.golden["tosa"][0]["tosa_version"] == "1.1.0" != stored["tosa"][0]["tosa_version"]
 
 

@@ -157,10 +157,10 @@ def _invocation(args, golden_dir):
 
 def test_the_accept_command_reruns_the_same_cases():
     assert plugin.accept_command(_invocation(["-n", "auto"], None), "c") == \
-        "scripts/conformance.sh -k 'c' --snapshot-update"
+        "scripts/conformance.sh --vgf-case c --snapshot-update"
     team = _invocation(["--vgf-cases=cases.py", "-n", "auto", "--vgf-golden-dir", "my golden/"], "my golden/")
     assert plugin.accept_command(team, "c") == \
-        "pytest --vgf-cases=cases.py --vgf-golden-dir 'my golden/' -k 'c' --snapshot-update"
+        "pytest --vgf-cases=cases.py --vgf-golden-dir 'my golden/' --vgf-case c --snapshot-update"
     assert plugin.suite_command(_invocation([], "golden")) == "pytest"  # given by the ini file's addopts
 
 

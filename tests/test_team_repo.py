@@ -81,7 +81,7 @@ def test_the_team_repository_runs_fails_on_a_changed_model_and_accepts_it(team):
     assert re.search(r"^E\s+\+\s+\"model\": \"Thumbnailer\(.*mode='nearest'", output, re.M), output[-4000:]
     # The accept command runs in this repository (its ini file gives the case
     # file and the golden directory), not the suite's own scripts/conformance.sh.
-    assert re.search(r"^E\s+pytest -k 'thumbnail-down4-int8io' --snapshot-update$", output, re.M), output[-4000:]
+    assert re.search(r"^E\s+pytest --vgf-case thumbnail-down4-int8io --snapshot-update$", output, re.M), output[-4000:]
     assert {p.name: p.read_text() for p in golden.iterdir()} == committed  # nothing written without the flag
 
     # Accepted: that golden alone is rewritten, and the next run passes.

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from conformance.oracles.references import ORACLES
+from conformance.text import CASE_ID_PATTERN
 from vgf_export import names, snorm_qspec
 
 #: IO qspec names used in cases: SNORM8, SNORM16, or float (None).
@@ -84,8 +85,9 @@ EXPORT_KEYWORDS_SET_ELSEWHERE = {
 #: lowered program executed by the oracles).
 STAGES = (*names.STAGES, "run")
 
-#: What a case id may look like.
-ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+#: What a case id may look like (defined in conformance.text: the golden
+#: store checks file names against it without importing the table).
+ID_PATTERN = CASE_ID_PATTERN
 
 #: The suite's tests that need the export only (not a run of the program).
 EXPORT_ONLY_TESTS = ("test_export", "test_delegation", "test_golden")

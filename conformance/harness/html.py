@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import shlex
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -60,7 +61,7 @@ def delegation(case: dict) -> str:
 def rerun_commands(case: dict, suite: str = SUITE_SCRIPT) -> list[str]:
     """The commands that rerun a case: the suite (the report's ``run.command``)
     on it, and its Vulkan scenario when that tier did not pass."""
-    commands = [f"{suite} -k '{case['id']}'"]
+    commands = [f"{suite} --vgf-case {shlex.quote(case['id'])}"]
     vulkan = (case.get("tests") or {}).get("test_vulkan")
     artifacts = (case.get("run") or {}).get("artifacts")
     if vulkan in ("failed", "error", "xfailed", "xpassed") and artifacts:

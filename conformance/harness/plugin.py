@@ -4,7 +4,10 @@ Options:
   --vgf-cases FILE      run the families FILE declares (FAMILY or FAMILIES,
                         see conformance.cases.family) instead of the built-in
                         table; repeatable
-  --vgf-golden-dir DIR  goldens in DIR instead of golden/cases (required with --vgf-cases)
+  --vgf-case ID         run only this case (exact id; repeatable): the accept and
+                        rerun commands select one case with it
+  --vgf-golden-dir DIR  goldens in DIR instead of golden/cases (required with --vgf-cases;
+                        never the built-in one)
   --vgf-report DIR      write DIR/report.json and DIR/report.md
   --vgf-artifacts DIR   keep each case's export artifacts in DIR/<case id>
                         (default: a fresh directory under pytest's basetemp)
@@ -40,13 +43,14 @@ import pytest
 
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
-from conformance.harness import durations, machine, plan
+from conformance.harness import durations, golden_keeper, machine, plan
 from conformance.harness.report import WorkaroundVerdict, build_report, write_report
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"
 PLAN_KEY = pytest.StashKey[dict]()
 CASES_KEY = pytest.StashKey[dict]()
+PARAMETRIZED_KEY = pytest.StashKey[bool]()  # the case tests were parametrized over the table
 DURATIONS_KEY = pytest.StashKey[durations.Durations]()
 
 
@@ -58,6 +62,9 @@ def pytest_addoption(parser):
     group.addoption("--vgf-cases", metavar="FILE", action="append", default=[],
                     help="run the op families this Python file declares (FAMILY or FAMILIES) "
                          "instead of the built-in case table; repeatable")
+    group.addoption("--vgf-case", metavar="ID", action="append", default=[],
+                    help="run only this case of the table (its exact id; repeatable); the run's "
+                         "other tests are deselected")
     group.addoption("--vgf-golden-dir", metavar="DIR", default=None,
                     help="read and write goldens in DIR (<case id>.json each) instead of the "
                          "built-in golden/cases; required with --vgf-cases")
@@ -107,10 +114,19 @@ def pytest_configure(config):
         raise pytest.UsageError(
             "--vgf-cases needs --vgf-golden-dir DIR: a case file's goldens live apart from the "
             "built-in ones (which would look unused, and --snapshot-update would remove them)")
+    from conformance.goldens.store import BUILTIN_GOLDEN_DIR
+
+    refusal = golden_keeper.golden_dir_refusal(golden_dir, config.getoption("--vgf-cases"), BUILTIN_GOLDEN_DIR)
+    if refusal:
+        raise pytest.UsageError(refusal)
     if golden_dir is not None:
         from conformance.goldens.store import set_golden_dir
 
         set_golden_dir(golden_dir)
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(golden_keeper.GoldenKeeper(
+            config, _case_id, lambda: golden_keeper.table_ids_of(config, session_cases)
+            if config.stash.get(PARAMETRIZED_KEY, False) else None), "vgf-golden-keeper")
     if config.getoption("--vgf-vulkan-batch") < 1:
         raise pytest.UsageError(
             f"--vgf-vulkan-batch must be at least 1, got {config.getoption('--vgf-vulkan-batch')}")
@@ -151,6 +167,10 @@ def tune_gc() -> None:
 def pytest_collection_finish(session) -> None:
     if session.items:  # a process that runs tests (an xdist worker, or a run without xdist)
         tune_gc()
+    config = session.config
+    if hasattr(config, "workerinput") and config.stash.get(PARAMETRIZED_KEY, False):
+        # The whole table's ids, for the controller's stale-golden check.
+        config.workeroutput[golden_keeper.TABLE_KEY] = list(session_cases(config, whole=True))
 
 
 def _shard(config) -> tuple[int, int] | None:
@@ -158,9 +178,10 @@ def _shard(config) -> tuple[int, int] | None:
     return _parse_shard(spec) if spec else None
 
 
-def session_cases(config) -> dict:
+def session_cases(config, whole: bool = False) -> dict:
     """The cases of this run (case id -> Case): the built-in table, or the
-    families of the ``--vgf-cases`` files. Loaded once, when a run collects."""
+    families of the ``--vgf-cases`` files, restricted to ``--vgf-case`` ids
+    (``whole``: not restricted). Loaded once, when a run collects."""
     if CASES_KEY not in config.stash:
         from conformance.cases import CASES, build_table, load_case_file
 
@@ -170,7 +191,15 @@ def session_cases(config) -> dict:
                 [f for path in files for f in load_case_file(path)]) if files else CASES
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
-    return config.stash[CASES_KEY]
+    table = config.stash[CASES_KEY]
+    only = config.getoption("--vgf-case")
+    if whole or not only:
+        return table
+    unknown = [case_id for case_id in only if case_id not in table]
+    if unknown:
+        raise pytest.UsageError(f"--vgf-case: no case {unknown[0]!r} in the table "
+                                f"(python -m conformance lists the case ids)")
+    return {case_id: table[case_id] for case_id in table if case_id in only}
 
 
 def session_durations(config) -> durations.Durations:
@@ -212,6 +241,11 @@ def _parse_shard(spec: str) -> tuple[int, int]:
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection and pytest's fixture ordering
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("--vgf-case"):  # exactly these cases: the run's other tests go
+        others = [item for item in items if plan.item_case(item) is None]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if plan.item_case(item) is not None]
     shard = _shard(config)
     seconds = session_durations(config) if items else None
     if shard is not None:
@@ -250,6 +284,8 @@ def _mark_expected_failures(items, cases: dict) -> None:
 
 def pytest_generate_tests(metafunc):
     if "case_run" in metafunc.fixturenames:
+        # The table's cases are this run's: its goldens are checked against it.
+        metafunc.config.stash[PARAMETRIZED_KEY] = True
         metafunc.parametrize("case_run", case_params(session_cases(metafunc.config), _plan(metafunc.config)),
                              indirect=True, scope="session")
 
@@ -361,9 +397,15 @@ def suite_command(config) -> str:
     return " ".join(words)
 
 
+def case_command(config, case_id: str) -> str:
+    """The command that reruns exactly one case (``--vgf-case``, never a
+    substring match that would select its look-alikes too)."""
+    return f"{suite_command(config)} --vgf-case {shlex.quote(case_id)}"
+
+
 def accept_command(config, case_id: str) -> str:
     """The command that accepts a case's changed golden."""
-    return f"{suite_command(config)} -k '{case_id}' --snapshot-update"
+    return f"{case_command(config, case_id)} --snapshot-update"
 
 
 def peak_memory() -> dict[str, float]:
@@ -609,7 +651,7 @@ class CaseReport:
                       for tier in sorted(set(tiers) | set(self.tier_tests))},
             "other_tests": {nodeid: round(seconds, 2) for nodeid, seconds in sorted(self.other_tests.items())},
             "wall_seconds": round(time.perf_counter() - self.start, 1),
-            "command": suite_command(self.config),  # reruns a case with -k '<case id>'
+            "command": suite_command(self.config),  # reruns a case with --vgf-case <case id>
             # Per worker: tests run, seconds in them, and when its last test
             # ended (seconds since the run started): workers that finish
             # together waste no time.

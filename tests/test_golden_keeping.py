@@ -1,0 +1,171 @@
+"""Nothing lost: accepting goldens keeps every baseline.
+
+A team-style repository (``--pyargs``, ``testpaths``, ``--vgf-golden-dir``,
+the example's two cases) grows a case that fails at export, one that xfails
+(its Expectation), a stale golden, and foreign files in its golden
+directory. ``--snapshot-update`` keeps the failing and xfailing cases'
+goldens byte for byte and says so, never touches the foreign files, and
+removes the stale golden only on a full, unfiltered run; any run of the
+cases reports a stale golden and fails. The accept command selects exactly
+one case; the built-in golden directory is refused as a team's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conformance.goldens.stale import golden_files, stale_goldens
+from conformance.goldens.store import BUILTIN_GOLDEN_DIR
+from conformance.harness import golden_keeper, plugin
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "team-repo"
+
+EXTRA_CASES = '''
+
+import torch
+
+
+class Branchy(torch.nn.Module):
+    """Data-dependent control flow: torch.export refuses it."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+
+from conformance.cases import Expectation  # noqa: E402
+
+_EXTRA = [
+    Case(id="branchy-fails", family="team", model=Branchy, inputs=(InputSpec("smooth", (1, 4, 8, 8)),),
+         input_qspecs=("int8",), output_qspecs=("int8",)),
+    Case(id="branchy-xfails", family="team", model=Branchy, inputs=(InputSpec("smooth", (1, 4, 8, 8)),),
+         input_qspecs=("int8",), output_qspecs=("int8",),
+         expect=Expectation("export", r"(?i)data.dependent", "data-dependent control flow: not exportable")),
+]
+FAMILY = Family("team", __doc__, lambda: _cases() + _EXTRA, family_tolerance(),
+                quick=frozenset({"thumbnail-down4-int8io"}))
+'''
+
+#: What the team keeps in its golden directory besides goldens.
+FOREIGN = {"README.md": "# our goldens\n", "notes.json": '{"reviewed": true}\n',
+           "sub/old.json": '{"case": {"id": "old"}}\n'}
+
+
+@pytest.fixture
+def team(pytester, monkeypatch) -> pytest.Pytester:
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "out"))
+    cases = pytester.path / "cases.py"
+    cases.write_text(cases.read_text() + EXTRA_CASES)
+    golden = pytester.path / "golden"
+    for name, text in FOREIGN.items():
+        (golden / name).parent.mkdir(parents=True, exist_ok=True)
+        (golden / name).write_text(text)
+    for case_id in ("branchy-fails", "branchy-xfails"):  # their baselines, from before they broke
+        (golden / f"{case_id}.json").write_text(json.dumps({"case": {"id": case_id}, "graph": ["baseline"]}))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    return pytester
+
+
+def _files(directory: Path) -> dict[str, str]:
+    return {str(p.relative_to(directory)): p.read_text() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _run(team, *args):
+    # Without the Vulkan tier (-m "not vulkan"): it plays no part in keeping goldens.
+    return team.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "-W", "ignore::DeprecationWarning",
+                                     *args, timeout=900)
+
+
+def test_snapshot_update_keeps_failing_and_xfailing_goldens_and_foreign_files(team):
+    golden = team.path / "golden"
+    (golden / "case-gone.json").write_text(json.dumps({"case": {"id": "case-gone"}}))
+    before = _files(golden)
+
+    # Filtered runs report the stale golden (and fail), and never remove it.
+    result = _run(team, "-m", "not vulkan", "-k", "thumbnail", "--snapshot-update")
+    output = result.stdout.str()
+    assert "stale golden" in output and "case-gone" in output, output[-3000:]
+    assert result.ret != 0
+    assert (golden / "case-gone.json").exists()
+
+    # The full run: the failing case fails, the xfailing one xfails, and
+    # neither's golden changes; foreign files stay; the stale golden goes.
+    result = _run(team, "--snapshot-update")
+    output = result.stdout.str()
+    assert result.ret != 0  # branchy-fails fails at export
+    assert "kept 2 stored golden(s) untouched" in output, output[-3000:]
+    assert "branchy-fails [failed]" in output and "branchy-xfails [xfailed]" in output, output[-3000:]
+    assert "removed stale golden case-gone.json" in output, output[-3000:]
+    after = _files(golden)
+    assert "case-gone.json" not in after
+    for name in (*FOREIGN, "branchy-fails.json", "branchy-xfails.json"):
+        assert after[name] == before[name], f"{name} changed"
+    assert {name for name in after if name.endswith(".json") and "/" not in name} == {
+        "notes.json", "branchy-fails.json", "branchy-xfails.json",
+        "thumbnail-down4-int8io.json", "warp-rgba-border-int8io.json"}
+
+
+def test_the_built_in_golden_directory_is_refused_as_a_teams(team):
+    for directory in (BUILTIN_GOLDEN_DIR, BUILTIN_GOLDEN_DIR.parent):
+        result = _run(team, f"--vgf-golden-dir={directory}", "--co")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "holds the built-in goldens" in result.stderr.str()
+
+
+def test_only_goldens_are_goldens(tmp_path):
+    (tmp_path / "a-case.json").write_text('{"case": {}}')
+    (tmp_path / "notes.json").write_text('{"reviewed": true}')  # a JSON of the team's
+    (tmp_path / "Bad Name.json").write_text('{"case": {}}')
+    (tmp_path / "broken.json").write_text("{")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b-case.json").write_text('{"case": {}}')
+    assert list(golden_files(tmp_path)) == ["a-case"]
+    assert stale_goldens(tmp_path, ["a-case"]) == []
+    assert stale_goldens(tmp_path, []) == [tmp_path / "a-case.json"]
+
+
+def _config(args=(), **options):
+    values = {"--vgf-shard": None, "--vgf-case": [], "--vgf-cases": [], **options}
+    return SimpleNamespace(args=list(args), getoption=values.get,
+                           option=SimpleNamespace(keyword="", markexpr="", lf=False, failedfirst=False,
+                                                  stepwise=False, deselect=None))
+
+
+def test_a_full_run_is_one_that_selects_everything():
+    assert golden_keeper.is_full_run(_config(["tests", "conformance"]))
+    assert not golden_keeper.is_full_run(_config(["conformance/test_cases.py::test_golden[a]"]))
+    assert not golden_keeper.is_full_run(_config(**{"--vgf-case": ["a"]}))
+    assert not golden_keeper.is_full_run(_config(**{"--vgf-shard": "1/2"}))
+    filtered = _config()
+    filtered.option.keyword = "up2"
+    assert not golden_keeper.is_full_run(filtered)
+
+
+def test_the_accept_command_selects_exactly_one_case():
+    """``-k resize-nearest-up2-int16io`` also selected a16w8-resize-nearest-up2-int16io;
+    ``--vgf-case`` takes the exact id."""
+    from conformance.cases import CASES
+
+    target = "resize-nearest-up2-int16io"
+    assert f"a16w8-{target}" in CASES  # the look-alike exists
+    config = SimpleNamespace(getoption={"--vgf-case": [target], "--vgf-cases": [], "--vgf-golden-dir": None}.get,
+                             stash={}, invocation_params=SimpleNamespace(args=()))
+    config.stash = pytest.Stash()
+    assert list(plugin.session_cases(config)) == [target]
+    assert plugin.accept_command(config, target) == f"scripts/conformance.sh --vgf-case {target} --snapshot-update"
+    bad = SimpleNamespace(getoption={"--vgf-case": ["no-such-case"], "--vgf-cases": []}.get, stash=pytest.Stash())
+    with pytest.raises(pytest.UsageError, match="--vgf-case: no case 'no-such-case'"):
+        plugin.session_cases(bad)
