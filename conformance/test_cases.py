@@ -55,7 +55,7 @@ def test_golden(case_run, golden, request):
                 golden_diff=golden_diff(stored_text, current) if changed else [],
                 **({"error_maps": write_case_maps(case_run)} if "numerics" in changed else {}))
     assert golden == current, (
-        (describe_verdict(case_run.case.id, golden_verdict(stored_text, current)) if stored_text
+        (describe_verdict(case_run.case.id, golden_verdict(stored_text, current), changed) if stored_text
          else f"no golden for {case_run.case.id}") + f"\n({stored})\n"
         "If the change is intended, accept it with:\n"
         f"  {accept_command(request.config, case_run.case.id)}"

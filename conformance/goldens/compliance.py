@@ -141,7 +141,8 @@ def compare(stored: dict, new: dict) -> Verdict:
             _compare_tosa(before, after, verdict)
         elif section == "vgf" and isinstance(before, list) and isinstance(after, list):
             _compare_list(before, after, section, verdict, section,
-                          lambda b, a, where: _compare_vgf(b, a, where, verdict, stored, new))
+                          lambda b, a, where: _compare_vgf(b, a, where, verdict, stored, new)
+                          if isinstance(b, dict) and isinstance(a, dict) else _walk(b, a, where, section, verdict))
         else:
             _walk(before, after, section, section, verdict)
     return verdict
@@ -224,6 +225,9 @@ def _effective(multipliers: list[int], shifts: list[int]) -> list[float]:
 
 def _compare_tosa(before: list, after: list, verdict: Verdict) -> None:
     def delegate(b: dict, a: dict, where: str) -> None:
+        if not (isinstance(b, dict) and isinstance(a, dict)):
+            _walk(b, a, where, "tosa", verdict)
+            return
         for key in sorted(set(b) | set(a)):
             if key == "ops" and isinstance(b.get(key), list) and isinstance(a.get(key), list):
                 _compare_list(b["ops"], a["ops"], f"{where}.ops", verdict, "tosa",
@@ -235,6 +239,9 @@ def _compare_tosa(before: list, after: list, verdict: Verdict) -> None:
 
 
 def _compare_op(before: str, after: str, where: str, verdict: Verdict) -> None:
+    if not (isinstance(before, str) and isinstance(after, str)):
+        _walk(before, after, where, "tosa", verdict)
+        return
     skeleton_b, values_b = split_op_line(before)
     skeleton_a, values_a = split_op_line(after)
     op = before.split("(", 1)[0].split("] ", 1)[-1]
@@ -282,7 +289,8 @@ def _compare_vgf(before: dict, after: dict, where: str, verdict: Verdict, stored
             _walk(before.get(key), after.get(key), f"{where}.{key}", "vgf", verdict)
             continue
         _compare_list(before[key], after[key], f"{where}.segments", verdict, "vgf",
-                      lambda b, a, w: _compare_segment(b, a, w, verdict, tosa_exact))
+                      lambda b, a, w: _compare_segment(b, a, w, verdict, tosa_exact)
+                      if isinstance(b, dict) and isinstance(a, dict) else _walk(b, a, w, "vgf", verdict))
 
 
 def _compare_segment(before: dict, after: dict, where: str, verdict: Verdict, tosa_exact: bool) -> None:
@@ -314,9 +322,11 @@ def _relative(before: float, after: float) -> float:
     return abs(after - before) / scale if scale else 0.0
 
 
-def describe(case_id: str, verdict: Verdict) -> str:
-    """A failure's text: every field outside its mode, one per line."""
-    lines = [f"golden of {case_id}: {len(verdict.messages())} field(s) outside their compliance "
-             f"mode, in sections {sorted(verdict.changed)}:"]
+def describe(case_id: str, verdict: Verdict, sections: list[str] | None = None) -> str:
+    """A failure's text: the sections that changed (``sections``: in the
+    registry's order), then every field outside its mode, one per line."""
+    sections = sections if sections is not None else sorted(verdict.changed)
+    lines = [f"golden of {case_id} changed in sections {sections}: {len(verdict.messages())} field(s) "
+             "outside their compliance mode (exact, or beyond a measured band):"]
     lines += [f"  {message}" for message in verdict.messages()]
     return "\n".join(lines)

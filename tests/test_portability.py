@@ -1,0 +1,272 @@
+"""Portable verdicts: a golden compares each field in its compliance mode
+(conformance/goldens/compliance.py), so machine noise passes and leaves the
+file untouched, while a real change of the stack still fails, naming the
+field.
+
+* Fault tests: one real export, then one fault injected where a release could
+  plausibly break it (the TOSA flatbuffer's constants and attributes, the IO
+  quantization, the op list); each must fail the golden comparison and name
+  the field.
+* Noise: the goldens of another ISA and thread count match, and syrupy's
+  ``--snapshot-update`` leaves the stored file byte-identical.
+* The portability check: the cases whose calibration moves with the machine,
+  exported in child processes under lower oneDNN ISA levels and other thread
+  counts, must match their stored goldens.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance.cases import CASES
+from conformance.goldens import compliance, golden_path, projections, serialize
+from conformance.goldens.drift import SENSITIVE_CASES
+from conformance.goldens.store import GoldenExtension
+from conformance.harness.runner import run_case
+from vgf_export.names import VGF_BACKEND
+
+REPO = Path(__file__).resolve().parents[1]
+CASE = "conv-resize-conv-up2-n2-int8io"  # int8 conv (per-channel RESCALE, bias) + bilinear resize
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    run = run_case(CASES[CASE], tmp_path_factory.mktemp("portability"))
+    assert run.golden is not None, run.failure
+    return run
+
+
+def _stored() -> dict:
+    return json.loads(golden_path(CASE).read_text())
+
+
+def _verdict(golden: dict) -> compliance.Verdict:
+    return compliance.compare(_stored(), json.loads(serialize(golden)))
+
+
+def test_the_unbroken_export_matches_its_golden(exported):
+    verdict = _verdict(exported.golden)
+    assert verdict.matches, verdict.messages()
+
+
+# ---------------------------------------------------------------------------
+# Faults in the TOSA flatbuffer: patched in place, the golden rebuilt from it
+# ---------------------------------------------------------------------------
+def _operators(buffer: bytearray):
+    import tosa.TosaGraph as graph
+
+    block = graph.TosaGraph.GetRootAs(buffer, 0).Regions(0).Blocks(0)
+    tensors = {block.Tensors(i).Name().decode(): block.Tensors(i) for i in range(block.TensorsLength())}
+    from conformance.goldens.tosa_fields import OP_NAMES
+
+    ops = [block.Operators(i) for i in range(block.OperatorsLength())]
+    return [op for op in ops if OP_NAMES[op.Op()] not in ("CONST", "CONST_SHAPE")], tensors, OP_NAMES
+
+
+def _constant(buffer: bytearray, op_index: int, operand: int, dtype) -> np.ndarray:
+    """A writable view of one constant operand of the op_index-th operator."""
+    ops, tensors, _ = _operators(buffer)
+    tensor = tensors[ops[op_index].Inputs(operand).decode()]
+    return tensor.DataAsNumpy().view(dtype)
+
+
+def _golden_with_tosa(run, patch) -> dict:
+    """The run's golden with its tosa section rebuilt from a patched flatbuffer."""
+    path = run.result.artifacts.root / "delegates" / "00_vgf.tosa"
+    original = path.read_bytes()
+    buffer = bytearray(original)
+    patch(buffer)
+    try:
+        path.write_bytes(bytes(buffer))
+        golden = copy.deepcopy(run.golden)
+        golden["tosa"] = projections.delegate_entries(run.result, VGF_BACKEND, "tosa", projections.tosa_file)
+    finally:
+        path.write_bytes(original)
+    return golden
+
+
+def _fails_naming(golden: dict, *fragments: str) -> str:
+    verdict = _verdict(golden)
+    assert not verdict.matches, "the fault passed the golden comparison"
+    message = compliance.describe(CASE, verdict)
+    for fragment in fragments:
+        assert fragment in message, message
+    extension = GoldenExtension()
+    assert not extension.matches(serialized_data=serialize(golden), snapshot_data=golden_path(CASE).read_text())
+    return message
+
+
+def _op(golden: dict, name: str) -> int:
+    """The index of the first op line of ``name`` in delegate 0's TOSA."""
+    return next(i for i, line in enumerate(golden["tosa"][0]["ops"]) if f"] {name}(" in line)
+
+
+def test_a_conv_bias_shifted_by_one_output_lsb_fails_naming_the_bias(exported):
+    golden = exported.golden
+    conv, rescale = _op(golden, "CONV2D"), _op(golden, "CONV2D") + 1
+    _, values = compliance.split_op_line(golden["tosa"][0]["ops"][rescale])
+    # One output step in accumulator codes: 2^shift / multiplier.
+    step = round(2 ** values["shift"][0] / values["multiplier"][0])
+    assert step > compliance.BANDS["bias_code"].limit
+
+    def patch(buffer):
+        _constant(buffer, conv, 2, np.int32)[0] += step
+
+    message = _fails_naming(_golden_with_tosa(exported, patch), f"tosa[0].ops[{conv}] CONV2D bias",
+                            "bias_code")
+    assert "stored [" in message and "new [" in message
+
+
+def test_a_rescale_multiplier_off_by_1e_4_fails_naming_the_multiplier(exported):
+    rescale = _op(exported.golden, "CONV2D") + 1
+
+    def patch(buffer):
+        multiplier = _constant(buffer, rescale, 1, np.int32)
+        multiplier[0] = int(multiplier[0] * (1 + 1e-4))
+
+    _fails_naming(_golden_with_tosa(exported, patch), f"tosa[0].ops[{rescale}] RESCALE multiplier*2^-shift",
+                  "rescale_scale")
+
+
+def test_a_rescale_shift_changed_fails_naming_the_multiplier_and_shift(exported):
+    rescale = _op(exported.golden, "CONV2D") + 1
+
+    def patch(buffer):
+        _constant(buffer, rescale, 2, np.int8)[0] += 1
+
+    _fails_naming(_golden_with_tosa(exported, patch), f"tosa[0].ops[{rescale}] RESCALE multiplier*2^-shift",
+                  "shift=[")
+
+
+def test_a_rounding_mode_changed_fails_naming_the_op(exported):
+    import flatbuffers
+    import tosa.RescaleAttribute as attribute
+
+    rescale = _op(exported.golden, "RESCALE")
+
+    def patch(buffer):
+        ops, _, _ = _operators(buffer)
+        table = ops[rescale].Attribute()
+        attrs = attribute.RescaleAttribute()
+        attrs.Init(table.Bytes, table.Pos)
+        offset = attrs._tab.Offset(6)  # RoundingMode's slot
+        assert offset, "RoundingMode is stored (SINGLE_ROUND is not the default)"
+        flatbuffers.encode.Write(flatbuffers.packer.uint32, buffer, attrs._tab.Pos + offset, 3)  # DOUBLE_ROUND
+
+    message = _fails_naming(_golden_with_tosa(exported, patch), f"tosa[0].ops[{rescale}]", "(exact)")
+    assert "rounding_mode=DOUBLE_ROUND" in message
+
+
+def test_one_weight_code_changed_fails_naming_the_op(exported):
+    conv = _op(exported.golden, "CONV2D")
+
+    def patch(buffer):
+        weight = _constant(buffer, conv, 1, np.int8)
+        weight[0] = weight[0] + 1 if weight[0] < 127 else weight[0] - 1
+
+    message = _fails_naming(_golden_with_tosa(exported, patch), f"tosa[0].ops[{conv}]", "weight#")
+    assert "(exact)" in message
+
+
+def test_an_op_removed_from_or_added_to_a_delegate_fails(exported):
+    removed = copy.deepcopy(exported.golden)
+    del removed["tosa"][0]["ops"][-1]
+    _fails_naming(removed, "tosa[0].ops (length)")
+    added = copy.deepcopy(exported.golden)
+    added["delegates"][0]["ops"].append("aten.relu.default")
+    _fails_naming(added, "delegates[0].ops")
+
+
+def test_an_io_scale_of_1_128_instead_of_1_127_fails_naming_the_scale(exported):
+    params = copy.deepcopy(exported.result.report.io_quant_params)
+    name = next(iter(params["inputs"]))
+    params["inputs"][name]["scale"] = 1 / 128
+    golden = copy.deepcopy(exported.golden)
+    golden["io_quant_params"] = projections.io_section(params, exported.result.edge_program)
+    _fails_naming(golden, "io_quant_params.inputs[0].quant.scale", "quant_scale")
+
+
+# ---------------------------------------------------------------------------
+# Noise: another machine's golden matches, and accepting leaves the file as it is
+# ---------------------------------------------------------------------------
+def _export_elsewhere(out: Path, cases: list[str], isa: str, threads: int) -> None:
+    """Raw goldens of ``cases`` exported in a child process under another
+    oneDNN ISA level and thread count (python -m conformance.goldens.drift)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if isa != "default":
+        env["DNNL_MAX_CPU_ISA"] = isa
+    command = [sys.executable, "-m", "conformance.goldens.drift", "export", "--out", str(out)]
+    for case_id in cases:
+        command += ["--case", case_id]
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          start_new_session=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("isa,threads", [("SSE41", 1), ("AVX2", 4)])
+def test_the_machine_sensitive_cases_match_their_goldens_on_other_isas_and_thread_counts(
+        tmp_path, isa, threads):
+    """The portability check: the cases whose calibration moves with oneDNN's
+    ISA and the thread count (docs/portability.md) give the verdict their
+    golden gives here: they match."""
+    _export_elsewhere(tmp_path, SENSITIVE_CASES, isa, threads)
+    problems = []
+    for case_id in SENSITIVE_CASES:
+        new = tmp_path / f"{case_id}.json"
+        assert new.exists(), f"{case_id} did not export under {isa}, {threads} threads"
+        verdict = compliance.compare(json.loads(golden_path(case_id).read_text()), json.loads(new.read_text()))
+        if not verdict.matches:
+            problems.append(compliance.describe(case_id, verdict))
+    assert not problems, f"under DNNL_MAX_CPU_ISA={isa} OMP_NUM_THREADS={threads}:\n" + "\n".join(problems)
+
+
+def test_noise_inside_every_band_leaves_the_golden_byte_identical_on_snapshot_update(pytester, monkeypatch):
+    """syrupy's own update path: a golden whose every difference is inside its
+    band is not rewritten; one outside a band is."""
+    stored = golden_path(CASE).read_text()
+    noisy = json.loads(stored)
+    ops = noisy["tosa"][0]["ops"]
+    rescale = next(i for i, line in enumerate(ops) if "per_channel=True" in line)
+    skeleton, values = compliance.split_op_line(ops[rescale])
+    moved = [m + 200 for m in values["multiplier"]]  # ~1.6e-7 relative: what AVX2 moves
+    ops[rescale] = ops[rescale].replace(str(values["multiplier"]).replace(" ", ""), str(moved).replace(" ", ""))
+    noisy["numerics"]["outputs"][0]["vs_float"]["bias_lsb"] += 0.004
+    broken = copy.deepcopy(noisy)
+    broken["numerics"]["outputs"][0]["vs_float"]["max_lsb"] += 3
+    golden_dir = pytester.mkdir("golden")
+    (golden_dir / "noisy.json").write_text(stored)
+    (golden_dir / "broken.json").write_text(stored)
+    (pytester.path / "data.json").write_text(json.dumps({"noisy": noisy, "broken": broken}))
+    pytester.makepyfile(test_accept="""
+        import json
+        import pytest
+        from conformance.goldens import GoldenExtension
+
+        DATA = json.load(open("data.json"))
+
+        @pytest.fixture
+        def golden(snapshot):
+            return snapshot.use_extension(GoldenExtension)
+
+        @pytest.mark.parametrize("case", ["noisy", "broken"])
+        def test_golden(case, golden):
+            assert golden == DATA[case]
+    """)
+    monkeypatch.setenv("VGF_GOLDEN_DIR", str(golden_dir))
+    monkeypatch.setenv("PYTHONPATH", str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    result = pytester.runpytest_subprocess("--snapshot-update", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    assert "1 snapshot updated" in result.stdout.str(), result.stdout.str()
+    assert (golden_dir / "noisy.json").read_text() == stored  # byte-identical
+    assert json.loads((golden_dir / "broken.json").read_text()) == json.loads(serialize(broken))
