@@ -319,3 +319,27 @@ def test_a_hanging_draw_is_killed_and_recorded(tmp_path):
     first_hang = statuses.index("timeout")
     assert "done" in statuses[first_hang + 1:] or "done" in statuses[:first_hang]  # the run went on
     assert findings["outcomes"].get("passed", 0) + findings["outcomes"].get("failed", 0) == len(draws)
+
+
+def test_a_draw_from_a_file_is_checked_never_evaluated(tmp_path):
+    """A draw pasted from docs/explorer/*.md (any pull request can edit them):
+    a parameter outside the strategy's domain is an error naming it, and no
+    text reaches Python's eval."""
+    from conformance.explore import space
+
+    draw = {"mode": "bilinear-ac0", "spec": "factor", "in_hw": [8, 8], "factors": [[2, 1], [2, 1]],
+            "recompute": False, "channels": 4, "batch": 1, "io": "int8", "kind": "smooth",
+            "workarounds_off": []}
+    assert space.build_case(space.render("resize", draw)).id.startswith("resize-bilinear-ac0-in8x8-s2")
+    marker = tmp_path / "written"
+    payload = f'__import__("pathlib").Path("{marker}").write_text("x")'
+    for name, value in (("channels", payload), ("in_hw", [8, payload]), ("batch", True), ("kind", "x")):
+        with pytest.raises(ValueError, match=f"params.{name}: expected"):
+            space.render("resize", {**draw, name: value})
+    with pytest.raises(ValueError, match="params.extra: not a parameter"):
+        space.render("resize", {**draw, "extra": 1})
+    with pytest.raises(ValueError, match="not part of a builder call"):
+        space.build_case(f"resize_case({payload})")
+    with pytest.raises(ValueError, match="not a builder call"):
+        space.build_case(payload)
+    assert not marker.exists()

@@ -3,7 +3,9 @@
 A draw is a small JSON-native dict of parameters (``params``). Hypothesis
 strategies (:func:`strategy`) draw them; :func:`render` turns them into the
 source text of a call of the family's own case builder (``resize_case(...)``,
-``grid_case(...)``), and :func:`build_case` evaluates exactly that text. So the
+``grid_case(...)``), and :func:`build_case` builds exactly that call (parsed,
+never evaluated as Python; the parameters checked first by
+:func:`check_params`, since a draw can come from a file). So the
 case the explorer exports is the case the printed entry builds: same id,
 traits, ``cpu_reason`` and tolerances as the suite's.
 
@@ -15,6 +17,7 @@ batch 1, the smallest sizes.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import json
@@ -258,8 +261,76 @@ def render_grid(p: dict, default_out=None) -> str:
     return f"grid_case({', '.join(args)})"
 
 
+def _ints(value, count: int, low: int, high: int) -> bool:
+    return (isinstance(value, list) and len(value) == count
+            and all(isinstance(v, int) and not isinstance(v, bool) and low <= v <= high for v in value))
+
+
+def _int_in(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+#: The largest sizes a draw may ask for, whatever limits the explorer was run
+#: with (``python -m conformance.explore --max-in ...``): a draw read from a
+#: file is checked against these.
+DOMAIN = Limits(max_in=1024, max_out=2048, max_channels=64, max_batch=8, max_grid=1024)
+
+
+def check_params(family: str, params, limits: Limits = DOMAIN) -> None:
+    """Every parameter of a draw within the strategy's domain (a draw can come
+    from a file or a pull request: ``docs/explorer/*.md``); a clear
+    ``ValueError`` naming the first one that is not."""
+    from vgf_export.workarounds import WORKAROUNDS
+
+    if not isinstance(params, dict):
+        raise ValueError(f"params: expected an object of draw parameters, got {params!r}")
+    if family == "resize":
+        expected = {
+            "mode": (lambda v: v in RESIZE_MODES, f"one of {list(RESIZE_MODES)}"),
+            "spec": (lambda v: v in ("factor", "size", "axis"), "one of ['factor', 'size', 'axis']"),
+            "io": (lambda v: v in RESIZE_IO, f"one of {list(RESIZE_IO)}"),
+            "kind": (lambda v: v in RESIZE_KINDS, f"one of {list(RESIZE_KINDS)}"),
+            "channels": (lambda v: _int_in(v, 1, limits.max_channels), f"an integer in 1..{limits.max_channels}"),
+            "batch": (lambda v: _int_in(v, 1, limits.max_batch), f"an integer in 1..{limits.max_batch}"),
+            "in_hw": (lambda v: _ints(v, 2, 1, limits.max_in), f"two integers in 1..{limits.max_in}"),
+        }
+        if params.get("spec") == "size":
+            expected["size"] = (lambda v: _ints(v, 2, 1, limits.max_out), f"two integers in 1..{limits.max_out}")
+        else:
+            expected["factors"] = (lambda v: isinstance(v, list) and len(v) == 2
+                                   and all(_ints(f, 2, 1, 64) for f in v), "two [numerator, denominator] pairs in 1..64")
+            expected["recompute"] = (lambda v: isinstance(v, bool), "true or false")
+    elif family == "grid_sample":
+        features = grid_features()
+        expected = {
+            "channels": (lambda v: v in features["channels"], f"one of {list(features['channels'])}"),
+            "mode": (lambda v: v in ("bilinear", "nearest"), "one of ['bilinear', 'nearest']"),
+            "padding": (lambda v: v in ("zeros", "border", "reflection"), "one of ['zeros', 'border', 'reflection']"),
+            "ac": (lambda v: isinstance(v, bool), "true or false"),
+            "grid": (lambda v: v in features["grids"], f"one of {list(features['grids'])}"),
+            "io": (lambda v: v in GRID_VARIANTS, f"one of {list(GRID_VARIANTS)}"),
+            "out": (lambda v: _ints(v, 2, 1, limits.max_grid), f"two integers in 1..{limits.max_grid}"),
+            "batch": (lambda v: _int_in(v, 1, limits.max_batch), f"an integer in 1..{limits.max_batch}"),
+        }
+    else:
+        raise ValueError(f"family: expected one of {list(FAMILIES)}, got {family!r}")
+    expected["workarounds_off"] = (lambda v: isinstance(v, list) and all(w in WORKAROUNDS for w in v),
+                                   f"a list of workaround names among {sorted(WORKAROUNDS)}")
+    for name, (ok, what) in expected.items():
+        if name not in params:
+            raise ValueError(f"params.{name}: missing (expected {what})")
+        if not ok(params[name]):
+            raise ValueError(f"params.{name}: expected {what}, got {params[name]!r}")
+    unknown = sorted(set(params) - set(expected))
+    if unknown:
+        raise ValueError(f"params.{unknown[0]}: not a parameter of a {family} draw "
+                         f"(expected only {sorted(expected)})")
+
+
 def render(family: str, params: dict) -> str:
-    """The source text of the builder call that makes this draw's case."""
+    """The source text of the builder call that makes this draw's case
+    (its parameters checked first: :func:`check_params`)."""
+    check_params(family, params)
     if family == "resize":
         return render_resize(params)
     if family == "grid_sample":
@@ -269,14 +340,46 @@ def render(family: str, params: dict) -> str:
 
 def build_case(code: str):
     """The case ``code`` (a :func:`render` text) builds, with the family's
-    known failures applied as the table applies them."""
-    from conformance.cases.case import Expectation, InputSpec
+    known failures applied as the table applies them. Nothing is evaluated
+    as Python: the text is parsed and only its grammar is followed (a call of
+    ``resize_case``/``grid_case`` whose arguments are literals, tuples,
+    ``dict(...)``, ``float(F(n, d))``, ``MODES[...]`` and an ``Expectation(...)``
+    of literals); anything else is a
+    ``ValueError`` naming it."""
+    from conformance.cases.case import Expectation
     from conformance.cases.families.grid_sample import grid_case
     from conformance.cases.families.resize import MODES, resize_case
 
-    namespace = {"resize_case": resize_case, "grid_case": grid_case, "MODES": MODES, "F": F,
-                 "Expectation": Expectation, "InputSpec": InputSpec, "dataclasses": dataclasses}
-    return eval(code, namespace)  # noqa: S307 - our own rendered text, see render()
+    calls = {"resize_case": resize_case, "grid_case": grid_case, "dict": dict, "float": float, "F": F,
+             "Expectation": Expectation}
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
+            return node.value
+        if isinstance(node, ast.Tuple):
+            return tuple(value(e) for e in node.elts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "MODES":
+            key = value(node.slice)
+            if key not in MODES:
+                raise ValueError(f"MODES[{key!r}]: not a resize mode (one of {sorted(MODES)})")
+            return MODES[key]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in calls \
+                and all(k.arg is not None for k in node.keywords):
+            return calls[node.func.id](*(value(a) for a in node.args),
+                                       **{k.arg: value(k.value) for k in node.keywords})
+        raise ValueError(f"not part of a builder call: {ast.unparse(node)}")
+
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError as error:
+        raise ValueError(f"not a builder call: {code!r} ({error.msg})") from None
+    body = tree.body
+    if not (isinstance(body, ast.Call) and isinstance(body.func, ast.Name)
+            and body.func.id in ("resize_case", "grid_case")):
+        raise ValueError(f"not a builder call (resize_case or grid_case): {code!r}")
+    return value(body)
 
 
 def output_hw(params: dict) -> tuple[int, int]:

@@ -76,6 +76,7 @@ def measure(directories: list[Path], stored_dir: Path = BUILTIN_GOLDEN_DIR) -> d
     for directory in directories:
         worst: dict[str, dict] = {}
         exact: list[str] = []
+        moved: list[str] = []
         compared = 0
         for path in sorted(directory.glob("*.json")):
             stored = stored_dir / path.name
@@ -87,8 +88,10 @@ def measure(directories: list[Path], stored_dir: Path = BUILTIN_GOLDEN_DIR) -> d
                 if drift.value > worst.get(field, {}).get("drift", -1.0):
                     worst[field] = {"drift": drift.value, "case": path.stem, "where": drift.where}
             exact += [f"{path.stem}: {m}" for m in report.exact_mismatches]
+            if report.differing:
+                moved.append(path.stem)
         result[directory.name] = {"cases": compared, "worst": dict(sorted(worst.items())),
-                                  "exact_mismatches": exact}
+                                  "exact_mismatches": exact, "cases_that_moved": moved}
     return result
 
 
@@ -113,9 +116,12 @@ def markdown(measured: dict) -> str:
         ratio = f"{band / top['drift']:.1f}" if top["drift"] else "-"
         lines.append(f"| {field} | {band:.3g} | {top['drift']:.3g} | {top['case']} {top['where']} "
                      f"({top['config']}) | {ratio} |")
+    lines.append("")
     for name, config in measured.items():
+        lines.append(f"- {name}: {len(config['cases_that_moved'])} case(s) moved: "
+                     + (", ".join(config["cases_that_moved"]) or "none"))
         for mismatch in config["exact_mismatches"]:
-            lines.append(f"- exact field differs in {name}: {mismatch}")
+            lines.append(f"  - exact field differs: {mismatch}")
     return "\n".join(lines) + "\n"
 
 
