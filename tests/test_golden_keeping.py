@@ -169,3 +169,78 @@ def test_the_accept_command_selects_exactly_one_case():
     bad = SimpleNamespace(getoption={"--vgf-case": ["no-such-case"], "--vgf-cases": []}.get, stash=pytest.Stash())
     with pytest.raises(pytest.UsageError, match="--vgf-case: no case 'no-such-case'"):
         plugin.session_cases(bad)
+
+
+# ---------------------------------------------------------------------------
+# No stage can hang a run: the watchdog, the report as it goes, a killed shard
+# ---------------------------------------------------------------------------
+#: A test-only fault: the partitioner never returns on the warp's graph.
+HANG = '''
+import time
+
+import vgf_export.export as export
+
+_real = export.to_edge_transform_and_lower
+
+
+def _hangs_on_the_warp(exported, *args, **kwargs):
+    if "grid_sampler" in exported.graph_module.code:
+        time.sleep(3600)
+    return _real(exported, *args, **kwargs)
+
+
+export.to_edge_transform_and_lower = _hangs_on_the_warp
+'''
+
+
+def test_a_case_that_hangs_fails_alone_at_its_stage_and_every_other_case_is_recorded(team):
+    team.makeconftest(HANG)
+    result = _run(team, "-m", "not vulkan", "-v", "--vgf-case-timeout", "20", "--vgf-report", "report")
+    output = result.stdout.str()
+    assert result.ret == 1, output[-3000:]
+    assert "[partition] Timeout: the case hung: stage 'partition' had not finished after 20 s" in output, \
+        output[-3000:]
+    assert "in _hangs_on_the_warp" in output  # where it hung
+    report = json.loads((team.path / "report" / "report.json").read_text())
+    outcomes = {c["id"]: c["outcome"] for c in report["cases"]}
+    assert outcomes == {"thumbnail-down4-int8io": "passed", "warp-rgba-border-int8io": "failed",
+                        "branchy-fails": "failed", "branchy-xfails": "xfailed"}
+    logged = [json.loads(line)["id"] for line in (team.path / "report" / "cases.jsonl").read_text().splitlines()]
+    assert sorted(logged) == sorted(outcomes)  # each case appended as it finished
+
+
+def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    team.makeconftest(HANG)
+    shard = team.path / "shard-1"
+    # Two workers, each case its own group: one worker hangs in the warp, the
+    # other finishes cases; then the job is killed, as a CI timeout kills it.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+         "--vgf-vulkan-batch", "1", "-m", "not vulkan", "--vgf-case-timeout", "0", "--vgf-report", str(shard)],
+        cwd=team.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    log = shard / "cases.jsonl"
+    try:
+        deadline = time.monotonic() + 300
+        while not (log.exists() and log.read_text().strip()):  # a finished case is logged
+            assert process.poll() is None, "the run ended: the warp did not hang"
+            assert time.monotonic() < deadline, "no finished case was logged in time"
+            time.sleep(1)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # the CI job's timeout
+        process.wait()
+    logged = {json.loads(line)["id"] for line in log.read_text().splitlines() if line.endswith("}")}
+    assert not (shard / "report.json").exists() and "warp-rgba-border-int8io" not in logged
+    missing = sorted(set(json.loads((shard / "planned.json").read_text())) - logged)
+    merged = tmp_path / "merged"
+    done = subprocess.run([sys.executable, "-m", "conformance.harness.report", "merge", str(merged), str(shard)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"partial shard {shard}" in done.stdout and "warp-rgba-border-int8io" in done.stdout, done.stdout
+    report = json.loads((merged / "report.json").read_text())
+    assert {c["id"] for c in report["cases"]} == logged
+    assert report["run"]["partial_shards"] == {str(shard): {"missing": missing}}
+    assert "**Partial shard**" in (merged / "report.md").read_text()

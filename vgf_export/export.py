@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -153,6 +154,19 @@ class _Stage:
         ):
             stage = "convert"
         raise ExportStageError(stage, exc) from exc
+
+
+#: The stage of the export running on each thread (thread id -> its tracker):
+#: a watchdog outside the export reads it (current_stage) to say where a hung
+#: export is. Nothing else reads or changes it.
+_RUNNING: dict[int, _Stage] = {}
+
+
+def current_stage(thread_id: int) -> str | None:
+    """The stage of the flow the export on thread ``thread_id`` is in (None:
+    no export running there)."""
+    stage = _RUNNING.get(thread_id)
+    return stage.current if stage is not None else None
 
 
 class _StageTrackingPartitioner(VgfPartitionerWrapper):
@@ -329,6 +343,7 @@ def export_model(
         )
 
         stage = _Stage()
+        _RUNNING[threading.get_ident()] = stage
         with stage("export"):
             exported_program = torch.export.export(model, example_inputs, strict=True)
             # torch 2.13's module() adds a `_guards_fn` call_module node, which
@@ -418,5 +433,6 @@ def export_model(
             stage_seconds=stage.stop(),
         )
     finally:
+        _RUNNING.pop(threading.get_ident(), None)
         BILINEAR_SCALE_FACTOR.reset(scale_factor_fix)
 

@@ -61,10 +61,12 @@ class _Outcome:
 class Batches:
     """One per process: the runs of the current batch and their Vulkan results."""
 
-    def __init__(self, cases: dict, plan: dict[str, str], items: list, artifacts_root: Path) -> None:
+    def __init__(self, cases: dict, plan: dict[str, str], items: list, artifacts_root: Path,
+                 case_timeout: float | None = None) -> None:
         self.cases = cases  # case id -> Case
         self.plan = plan
         self.artifacts_root = artifacts_root
+        self.case_timeout = case_timeout  # the watchdog of each case's run (seconds; None: none)
         #: batch -> its cases that have a Vulkan test in this session, in order.
         self.vulkan_members: dict[str, list[str]] = {}
         for item in items:
@@ -85,7 +87,7 @@ class Batches:
             self.builders.pop(other, None)
             self.vulkan.pop(other, None)
         if case_id not in self.runs:
-            self.runs[case_id] = run_case(self.cases[case_id], self.artifacts_root)
+            self.runs[case_id] = run_case(self.cases[case_id], self.artifacts_root, timeout=self.case_timeout)
         return self.runs[case_id]
 
     def vulkan_check(self, case_id: str, accept: Callable[[VulkanCheck], bool]) -> VulkanCheck:

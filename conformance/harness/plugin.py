@@ -14,6 +14,7 @@ Options:
   --vgf-shard I/N       run shard I of N (balanced by the durations file)
   --vgf-durations FILE  seconds per case for shards, batches, order and ETA
                         (default conformance/durations.json)
+  --vgf-case-timeout S  the watchdog of each case's run (default 600 s; 0: none)
   --vgf-vulkan-batch N  cases per batch (one worker, one Vulkan runner process)
   --vgf-progress N      a progress line every N cases (0: none)
 
@@ -43,7 +44,7 @@ import pytest
 
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
-from conformance.harness import durations, golden_keeper, machine, plan
+from conformance.harness import case_log, durations, golden_keeper, machine, plan
 from conformance.harness.report import WorkaroundVerdict, build_report, write_report
 
 REPORT_KEY = "vgf_case"
@@ -90,6 +91,9 @@ def pytest_addoption(parser):
                     default=os.environ.get("CI", "").lower() == "true",
                     help="fail (instead of skip) the Vulkan tests when the Vulkan stack is missing; "
                          "on by default where the environment says CI=true")
+    group.addoption("--vgf-case-timeout", metavar="SECONDS", type=float, default=None,
+                    help="fail a case whose run (export, numerics, golden) takes longer, naming the "
+                         "stage it hung in; the other cases go on (default 600; 0: no watchdog)")
     group.addoption("--vgf-vulkan-batch", metavar="N", type=int, default=plan.DEFAULT_SIZE,
                     help="cases per batch: a batch's tests run on one worker and its cases share "
                          f"one Vulkan runner process (default {plan.DEFAULT_SIZE}; 1: each "
@@ -127,6 +131,10 @@ def pytest_configure(config):
         config.pluginmanager.register(golden_keeper.GoldenKeeper(
             config, _case_id, lambda: golden_keeper.table_ids_of(config, session_cases)
             if config.stash.get(PARAMETRIZED_KEY, False) else None), "vgf-golden-keeper")
+    case_timeout = config.getoption("--vgf-case-timeout")
+    if case_timeout is not None and case_timeout < 0:
+        raise pytest.UsageError(f"--vgf-case-timeout must be 0 (no watchdog) or a number of seconds, "
+                                f"got {case_timeout:g}")
     if config.getoption("--vgf-vulkan-batch") < 1:
         raise pytest.UsageError(
             f"--vgf-vulkan-batch must be at least 1, got {config.getoption('--vgf-vulkan-batch')}")
@@ -316,8 +324,12 @@ def vgf_batches(request, vgf_artifacts_dir):
     """The runs of the current batch and their Vulkan results (conformance/harness/batches.py)."""
     from conformance.harness.batches import Batches
 
+    from conformance.harness.runner import CASE_TIMEOUT
+
+    timeout = request.config.getoption("--vgf-case-timeout")
+    timeout = CASE_TIMEOUT if timeout is None else (timeout or None)
     return Batches(session_cases(request.config), _plan(request.config), request.session.items,
-                   vgf_artifacts_dir)
+                   vgf_artifacts_dir, case_timeout=timeout)
 
 
 @pytest.fixture(scope="session")
@@ -552,15 +564,20 @@ class CaseReport:
         every = config.getoption("--vgf-progress")
         quiet = every is None and config.get_verbosity() < 0
         self.progress = None if every == 0 or quiet else Progress(every)
+        report_dir = config.getoption("--vgf-report")
+        self.log = case_log.CaseLog(Path(report_dir) if report_dir else None, _case_id)
 
     def pytest_collection_finish(self, session) -> None:
         if self.progress is not None and session.items:
             self.progress.collected([item.nodeid for item in session.items], self._durations())
+        if session.items:
+            self.log.planned(item.nodeid for item in session.items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         if self.progress is not None:
             self.progress.collected(ids, self._durations())
+        self.log.planned(ids)
 
     def _durations(self) -> durations.Durations:
         # Not session_durations: that loads the case table (torch) on the controller.
@@ -615,6 +632,8 @@ class CaseReport:
         test_seconds = entry.setdefault("run", {}).setdefault("tests_seconds", {})
         test = _test_name(report.nodeid)
         test_seconds[test] = round(test_seconds.get(test, 0.0) + report.duration, 3)
+        if report.when == "teardown":  # the report as the run goes: each finished case appended
+            self.log.finished(report.nodeid, lambda case: build_report({case: self.cases[case]})["cases"][0])
 
     def _time(self, report) -> None:
         """Seconds per tier: each test's duration goes to its tier, except that

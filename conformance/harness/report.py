@@ -164,6 +164,10 @@ def render_markdown(report: dict) -> str:
     machines = run.get("machines") or ({"": run["machine"]} if run.get("machine") else {})
     for name, machine in machines.items():
         lines += [f"Ran on{f' ({name})' if name else ''}: {machine_line(machine)}.", ""]
+    for name, entry in (run.get("partial_shards") or {}).items():
+        missing = entry.get("missing") or []
+        lines += [f"**Partial shard** {name}: stopped before it finished; {len(missing)} planned case(s) "
+                  f"missing from this report" + (f": {', '.join(missing)}" if missing else "") + ".", ""]
     lines += ["## By outcome", "", "| outcome | cases |", "|---|---|"]
     lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
     lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
@@ -312,8 +316,24 @@ def write_report(report: dict, directory: Path, map_sources: tuple[Path, ...] = 
     write_html(report, directory, map_sources)  # maps also from map_sources/maps/ (merged shards)
 
 
-def merge_reports(reports: list[dict]) -> dict:
-    """One report from the reports of disjoint shards."""
+def load_shard(directory: Path) -> tuple[dict, list[str] | None]:
+    """A shard's report: its ``report.json``; or, for a shard killed before it
+    wrote one, the report of the cases it logged as it went
+    (:mod:`conformance.harness.case_log`) and the planned cases it did not
+    finish (None for a complete shard)."""
+    from conformance.harness import case_log
+
+    if (directory / "report.json").is_file():
+        return json.loads((directory / "report.json").read_text()), None
+    if not (directory / case_log.CASES).is_file():
+        raise ValueError(f"{directory} holds neither report.json nor {case_log.CASES}: not a shard's report directory")
+    records, missing = case_log.read(directory)
+    return build_report(records), missing
+
+
+def merge_reports(reports: list[dict], partial: dict[str, list[str]] | None = None) -> dict:
+    """One report from the reports of disjoint shards; ``partial``: shard ->
+    the cases it planned and did not finish (a killed shard)."""
     cases: dict[str, CaseRecord] = {}
     workarounds: dict[str, WorkaroundVerdict] = {}
     for report in reports:
@@ -324,7 +344,10 @@ def merge_reports(reports: list[dict]) -> dict:
         for verdict in map(WorkaroundVerdict.from_dict, report.get("workarounds", [])):
             workarounds[verdict.name] = verdict
     runs = [report["run"] for report in reports if report.get("run")]
-    return _report(cases.values(), workarounds.values(), merge_run_times(runs) if runs else None)
+    run = merge_run_times(runs) if runs else {}
+    if partial:
+        run["partial_shards"] = {name: {"missing": missing} for name, missing in partial.items()}
+    return _report(cases.values(), workarounds.values(), run or None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,12 +355,22 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     merge = sub.add_parser("merge", help="merge shard reports (directories with report.json)")
     merge.add_argument("out", type=Path, help="directory for the merged report.json and report.md")
-    merge.add_argument("shards", type=Path, nargs="+", help="shard report directories")
+    merge.add_argument("shards", type=Path, nargs="+",
+                       help="shard report directories (report.json, or a killed shard's cases.jsonl)")
     args = parser.parse_args(argv)
-    missing = [str(d) for d in args.shards if not (d / "report.json").is_file()]
-    if missing:
-        parser.error(f"shards must be directories holding report.json; not found in: {missing}")
-    merged = merge_reports([json.loads((d / "report.json").read_text()) for d in args.shards])
+    reports, partial = [], {}
+    for directory in args.shards:
+        try:
+            report, missing = load_shard(directory)
+        except (ValueError, OSError) as error:
+            parser.error(f"shards: {error}")
+        reports.append(report)
+        if missing is not None:
+            partial[str(directory)] = missing
+            print(f"partial shard {directory} (no report.json: it was stopped before the end): "
+                  f"{len(report['cases'])} cases recorded, {len(missing)} planned cases missing"
+                  + (f": {', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}" if missing else ""))
+    merged = merge_reports(reports, partial)
     write_report(merged, args.out, tuple(args.shards))
     print(f"merged {len(args.shards)} reports, {len(merged['cases'])} cases, into {args.out}")
     return 0

@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import dataclasses
 import re
+import sys
 import threading
 import time
 import traceback
@@ -183,7 +184,21 @@ def _distinct_warnings(caught) -> list[str]:
     return sorted(seen)
 
 
-def on_a_fresh_stack(fn, *args, **kwargs):
+#: Seconds a case's run (export, numerics, golden) may take before the
+#: watchdog fails it as hung (the longest case, IFNet, takes about 12 s; the
+#: native tools in it have their own, shorter timeouts). ``--vgf-case-timeout``.
+CASE_TIMEOUT = 600.0
+
+
+class CaseTimeout(Exception):
+    """The function given to :func:`on_a_fresh_stack` did not return in time."""
+
+    def __init__(self, thread: threading.Thread, seconds: float) -> None:
+        super().__init__(f"did not finish within {seconds:g} s")
+        self.thread, self.seconds = thread, seconds
+
+
+def on_a_fresh_stack(fn, *args, timeout: float | None = None, **kwargs):
     """``fn(*args, **kwargs)`` in a new thread, waited for: it starts at the top
     of a stack, as in a bare script.
 
@@ -195,7 +210,10 @@ def on_a_fresh_stack(fn, *args, **kwargs):
     (no one function holds it), so the harness avoids the depth instead.
     Nothing else changes: context variables are carried over, torch's
     thread-local modes are the defaults a bare script starts with, exceptions
-    are re-raised here, and only one thread runs at a time."""
+    are re-raised here, and only one thread runs at a time.
+
+    It is also the watchdog: after ``timeout`` seconds, :class:`CaseTimeout`
+    (the thread is left behind as a daemon: Python cannot stop it)."""
     context, outcome = contextvars.copy_context(), {}
 
     def target() -> None:
@@ -206,19 +224,38 @@ def on_a_fresh_stack(fn, *args, **kwargs):
 
     thread = threading.Thread(target=target, name=f"vgf-{getattr(fn, '__name__', 'call')}", daemon=True)
     thread.start()
-    thread.join()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise CaseTimeout(thread, timeout)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
 
 
-def run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseRun:
+def run_case(case: Case, artifacts_root: Path, disable_workarounds=(),
+             timeout: float | None = CASE_TIMEOUT) -> CaseRun:
     """Export ``case`` once, run its lowered program on the oracles, build its
-    golden (on a fresh stack: :func:`on_a_fresh_stack`)."""
-    return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds)
+    golden (on a fresh stack: :func:`on_a_fresh_stack`). A run that takes more
+    than ``timeout`` seconds fails as hung, naming the stage it hung in and
+    where (the hung thread's stack); the run of the next case goes on."""
+    phase = {"now": "export"}
+    try:
+        return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds, phase, timeout=timeout)
+    except CaseTimeout as hang:
+        from vgf_export.export import current_stage
+
+        stage = current_stage(hang.thread.ident) or phase["now"]
+        frame = sys._current_frames().get(hang.thread.ident)
+        where = "".join(traceback.format_stack(frame)[-12:]) if frame is not None else "(no stack)\n"
+        run = CaseRun(case=case, artifacts=artifacts_root / case.id, stage=stage)
+        run.failure = StageFailure(
+            stage, "Timeout", tail(f"the case hung: stage '{stage}' had not finished after {hang.seconds:g} s "
+                                   f"(--vgf-case-timeout); where it was:\n{where}"), TOOLCHAIN)
+        return run
 
 
-def _run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseRun:
+def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: dict | None = None) -> CaseRun:
+    phase = {} if phase is None else phase
     run = CaseRun(case=case, artifacts=artifacts_root / case.id, stage="export")
     timer = _Timer(run.seconds)
     with timer("export_total"):
@@ -226,7 +263,7 @@ def _run_case(case: Case, artifacts_root: Path, disable_workarounds=()) -> CaseR
     if run.result is None:
         return run
     run.seconds.update(run.result.stage_seconds)
-    run.stage = "run"
+    run.stage = phase["now"] = "run"
     with timer("numerics"):
         try:
             run.numerics = measure(case, run.result)
