@@ -244,3 +244,39 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
     assert {c["id"] for c in report["cases"]} == logged
     assert report["run"]["partial_shards"] == {str(shard): {"missing": missing}}
     assert "**Partial shard**" in (merged / "report.md").read_text()
+
+
+def test_paths_read_from_a_report_stay_inside_its_folder(tmp_path):
+    """A report is data: an id ``../../x`` with a map file ``/etc/hostname``
+    copied that file outside the report folder."""
+    from conformance.harness.html import copy_maps
+
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not yours")
+    artifacts = tmp_path / "artifacts" / "case-a"
+    (artifacts / "maps").mkdir(parents=True)
+    (artifacts / "maps" / "out0.png").write_bytes(b"png")
+    report = {"cases": [
+        {"id": "../../escaped", "run": {"artifacts": str(artifacts)}, "error_maps": [{"file": "maps/out0.png"}]},
+        {"id": "case-b", "run": {"artifacts": str(artifacts)}, "error_maps": [{"file": str(secret)}]},
+        {"id": "case-a", "run": {"artifacts": str(artifacts)}, "error_maps": [{"file": "maps/out0.png"}]},
+    ]}
+    out = tmp_path / "report"
+    maps = copy_maps(report, out)
+    assert maps["case-a"][0]["src"] == "maps/case-a/out0.png"
+    assert "refused" in maps["../../escaped"][0]["missing"]
+    assert "missing" in maps["case-b"][0]
+    copied = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.png") if "report" in p.parts)
+    assert copied == ["report/maps/case-a/out0.png"]
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_a_used_artifacts_directory_is_refused_not_overwritten(pytester, tmp_path):
+    used = tmp_path / "artifacts"
+    (used / "some-case").mkdir(parents=True)
+    (used / "some-case" / "program.pte").write_bytes(b"a previous run's")
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--vgf-artifacts={used}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--vgf-artifacts" in result.stderr.str() and "never overwritten" in result.stderr.str()
+    assert (used / "some-case" / "program.pte").read_bytes() == b"a previous run's"

@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from conformance import process
 from conformance.text import tail
 
 
@@ -47,7 +48,7 @@ def find_vgf_dump() -> str:
 def vgf_dump_json(path: str, timeout: float = 60) -> dict:
     """``vgf_dump``'s JSON description of a VGF file."""
     exe = find_vgf_dump()
-    p = subprocess.run([exe, "--input", path, "--output", "-"], capture_output=True, timeout=timeout)
+    p = process.run([exe, "--input", path, "--output", "-"], capture_output=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"vgf_dump failed rc={p.returncode}: {tail(p.stderr.decode(errors='replace'))}")
     return json.loads(p.stdout)
@@ -58,7 +59,7 @@ def _dumped(path: str, flag: str, index: int, timeout: float = 60) -> bytes:
     SPIR-V code or a constant's raw bytes."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "dump.bin"
-        p = subprocess.run([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
+        p = process.run([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
                            capture_output=True, timeout=timeout)
         if p.returncode != 0 or not out.exists():
             raise RuntimeError(f"vgf_dump {flag} {index} failed rc={p.returncode}: "

@@ -33,6 +33,8 @@ import re
 import shlex
 import shutil
 import subprocess
+
+from conformance import process
 import sys
 from collections import Counter
 from pathlib import Path
@@ -212,7 +214,7 @@ def preflight(bin_dir: Path | None = None) -> list[str]:
             reasons.append(f"{tool} ({package} {versions.get(package) or 'not installed'}) is not on PATH")
             continue
         try:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
+            done = process.run([path, "--version"], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
         except subprocess.TimeoutExpired:
             reasons.append(f"{tool} ({package}) did not answer --version within {PREFLIGHT_TIMEOUT} s")
             continue
@@ -220,8 +222,12 @@ def preflight(bin_dir: Path | None = None) -> list[str]:
             reasons.append(tool_failure_reason(tool, package, versions.get(package), done.stdout + done.stderr))
     reasons += _vulkan_preflight(versions)
     for module in STACK_MODULES:
-        done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
-                              timeout=PREFLIGHT_TIMEOUT * 5)
+        try:
+            done = process.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
+                               timeout=PREFLIGHT_TIMEOUT * 5)
+        except subprocess.TimeoutExpired:
+            reasons.append(f"`import {module}` did not finish within {PREFLIGHT_TIMEOUT * 5} s")
+            continue
         if done.returncode != 0:
             last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ["no output"]
             reasons.append(f"`import {module}` fails: {_no_paths(last[0].strip())}")
@@ -237,8 +243,13 @@ def _vulkan_preflight(versions: dict) -> list[str]:
     if runner is not None and runner.submodule_search_locations:
         binary = Path(list(runner.submodule_search_locations)[0]) / "binaries" / "bin" / "scenario-runner"
         if binary.exists():
-            done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
-            if done.returncode != 0:
+            try:
+                done = process.run([str(binary), "--version"], capture_output=True, text=True,
+                                   timeout=PREFLIGHT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                reasons.append(f"scenario-runner did not answer --version within {PREFLIGHT_TIMEOUT} s")
+                done = None
+            if done is not None and done.returncode != 0:
                 package = "ai-ml-sdk-scenario-runner"
                 reasons.append(tool_failure_reason("scenario-runner", package, versions.get(package),
                                                    done.stdout + done.stderr))
@@ -247,8 +258,12 @@ def _vulkan_preflight(versions: dict) -> list[str]:
         root = Path(list(layer.submodule_search_locations)[0])
         # deploy/ up to 0.11; binaries/ from the 0.12 pre-releases on
         for library in sorted([*root.glob("deploy/lib/*.so"), *root.glob("binaries/lib/*.so")]):
-            done = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(library)],
-                                  capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
+            try:
+                done = process.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                                    str(library)], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                reasons.append(f"loading the Vulkan layer {library.name} did not finish within {PREFLIGHT_TIMEOUT} s")
+                continue
             if done.returncode != 0:
                 package = "ai-ml-emulation-layer-for-vulkan"
                 reasons.append(tool_failure_reason("the Vulkan layers", package, versions.get(package), done.stderr))

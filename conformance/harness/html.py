@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.harness.plugin import SUITE_SCRIPT
+from conformance.text import CASE_ID_PATTERN
 
 #: Lines of a golden diff kept in the report.
 DIFF_LINES = 200
@@ -93,6 +94,15 @@ def numerics_rows(case: dict) -> list[dict]:
     return rows
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (resolved) lies inside ``folder``."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
 def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> dict[str, list[dict]]:
     """Copy each case's error maps into ``directory/maps/<case id>/``; returns
     case id -> maps with ``src`` (relative to the page) or ``missing``. A map is
@@ -106,8 +116,15 @@ def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> 
                 entries.append(dict(entry))
                 continue
             name = Path(entry["file"]).name
+            if not CASE_ID_PATTERN.fullmatch(str(case["id"])) or not name.endswith(".png"):
+                # A report is data: an id or file that would lead outside the report folder is refused.
+                entries.append(dict(entry, missing=f"refused: case id {case['id']!r} or map {entry['file']!r} "
+                                                   "is not a case's map"))
+                continue
             target = directory / MAPS_DIR / case["id"] / name
-            candidates = [Path(a) / entry["file"] for a in [(case.get("run") or {}).get("artifacts")] if a]
+            artifacts = (case.get("run") or {}).get("artifacts")
+            candidates = [Path(artifacts) / entry["file"]] if artifacts else []
+            candidates = [c for c in candidates if _inside(c, Path(artifacts))]
             candidates += [Path(s) / MAPS_DIR / case["id"] / name for s in sources]
             source = next((c for c in candidates if c.is_file()), None)
             if source is not None and source.resolve() != target.resolve():

@@ -131,6 +131,12 @@ def pytest_configure(config):
         config.pluginmanager.register(golden_keeper.GoldenKeeper(
             config, _case_id, lambda: golden_keeper.table_ids_of(config, session_cases)
             if config.stash.get(PARAMETRIZED_KEY, False) else None), "vgf-golden-keeper")
+    artifacts = config.getoption("--vgf-artifacts")
+    if artifacts and not hasattr(config, "workerinput") and Path(artifacts).is_dir() \
+            and any(Path(artifacts).iterdir()):
+        raise pytest.UsageError(
+            f"--vgf-artifacts {artifacts} already holds files (a previous run's artifacts?); they are never "
+            "overwritten: give a new or empty directory")
     case_timeout = config.getoption("--vgf-case-timeout")
     if case_timeout is not None and case_timeout < 0:
         raise pytest.UsageError(f"--vgf-case-timeout must be 0 (no watchdog) or a number of seconds, "

@@ -26,6 +26,8 @@ import os
 import re
 import signal
 import subprocess
+
+from conformance import process
 import sys
 import tempfile
 import time
@@ -374,7 +376,7 @@ def _run_tosa_in_child(fb: bytes, inputs: list[np.ndarray], timeout: float, *, v
         env.setdefault("OMP_NUM_THREADS", "1")
         t_spawn = time.perf_counter()
         try:
-            p = subprocess.run([python or sys.executable, "-c", _CHILD, d], capture_output=True,
+            p = process.run([python or sys.executable, "-c", _CHILD, d], capture_output=True,
                                timeout=timeout, env=env, cwd=d)
         except subprocess.TimeoutExpired as e:
             return TosaRunResult(status="TIMEOUT",

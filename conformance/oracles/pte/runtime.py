@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from conformance import process
 from conformance.oracles.pte.meta import PteMeta
 from conformance.text import tail
 
@@ -140,7 +141,7 @@ class RuntimeChild:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", CHILD_MODULE, "serve", "--answer-fd", str(write)],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-            pass_fds=(write,), env=_child_env(),
+            pass_fds=(write,), env=_child_env(), start_new_session=True,  # killed with its children
         )
         os.close(write)
         self._answers = read
@@ -160,8 +161,7 @@ class RuntimeChild:
         if line.strip() == word:
             return
         if not ready:
-            self.proc.kill()
-            self.proc.wait()
+            process.kill_group(self.proc)  # and the TOSA reference children it started
             log = self._log_since(log_offset)
             self.close()
             raise PteRuntimeError(f"{what}: the runtime child timed out after {timeout:g} s (killed)",
@@ -203,8 +203,7 @@ class RuntimeChild:
                 except (BrokenPipeError, subprocess.TimeoutExpired):
                     pass
                 if self.proc.poll() is None:
-                    self.proc.kill()
-                    self.proc.wait()
+                    process.kill_group(self.proc)
             self.proc = None
         if self._answers >= 0:
             os.close(self._answers)

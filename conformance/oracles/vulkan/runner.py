@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance import process
 from conformance.oracles.vulkan.stack import vulkan_stack
 from conformance.text import tail
 
@@ -38,7 +39,7 @@ def run_scenario(scenario: Path, timeout: float = RUN_TIMEOUT) -> float:
     cmd = [str(stack.runner), "--scenario", str(scenario), "--output", str(scenario.parent)]
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, env=stack.environment(), capture_output=True, text=True,
+        proc = process.run(cmd, env=stack.environment(), capture_output=True, text=True,
                               timeout=timeout, cwd=scenario.parent)
     except subprocess.TimeoutExpired as error:
         out = (error.stdout or b"") + (error.stderr or b"")

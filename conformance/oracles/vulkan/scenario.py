@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from conformance import process
 from conformance.oracles.vulkan.stack import site_package, vulkan_stack
 from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 
@@ -61,8 +62,8 @@ def _vgf_bindings(vgf: Path) -> tuple[list[dict], list[dict]]:
     dump = vgf_lib / "binaries" / "bin" / "vgf_dump"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "template.json"
-        proc = subprocess.run([str(dump), "--input", str(vgf), "--output", str(out), "--scenario-template"],
-                              capture_output=True, text=True, timeout=60)
+        proc = process.run([str(dump), "--input", str(vgf), "--output", str(out), "--scenario-template"],
+                           capture_output=True, text=True, timeout=60)
         if proc.returncode != 0 and "descriptor type" in proc.stdout + proc.stderr:
             return _vgf_image_bindings(dump, vgf, Path(tmp) / "dump.json")
         proc.check_returncode()
@@ -97,8 +98,8 @@ def _vgf_image_bindings(dump: Path, vgf: Path, out: Path) -> tuple[list[dict], l
     --scenario-template`` refuses: from the plain dump. An image entry has
     ``image`` (its format and scenario sampler fields); its ``format`` is that
     of the NHWC tensor the image aliases."""
-    subprocess.run([str(dump), "--input", str(vgf), "--output", str(out)],
-                   check=True, capture_output=True, timeout=60)
+    process.run([str(dump), "--input", str(vgf), "--output", str(out)],
+                check=True, capture_output=True, timeout=60)
     dump_json = json.loads(out.read_text())
     resources = dump_json["resources"]
     sides = []
