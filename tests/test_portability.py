@@ -270,3 +270,59 @@ def test_noise_inside_every_band_leaves_the_golden_byte_identical_on_snapshot_up
     assert "1 snapshot updated" in result.stdout.str(), result.stdout.str()
     assert (golden_dir / "noisy.json").read_text() == stored  # byte-identical
     assert json.loads((golden_dir / "broken.json").read_text()) == json.loads(serialize(broken))
+
+
+def test_every_band_is_at_most_twice_the_measured_worst_drift():
+    """The bands are measured, not guessed: docs/portability/drift.json holds
+    the worst drift of each field per configuration (scripts/measure_drift.sh)."""
+    measured = json.loads((REPO / "docs" / "portability" / "drift.json").read_text())
+    assert len(measured) >= 7  # every ISA level and thread count measured
+    for name, band in compliance.BANDS.items():
+        worst = max((config["worst"].get(name, {}).get("drift", 0.0) for config in measured.values()),
+                    default=0.0)
+        assert band.limit <= 2 * worst, f"band {name} is {band.limit}, above twice the worst drift {worst}"
+        assert all(not config["exact_mismatches"] for config in measured.values())
+
+
+@pytest.mark.parametrize("field", ["rescale_scale", "stat_lsb", "p99_lsb", "snr_db"])
+def test_a_drift_just_past_its_band_fails_naming_the_band(field):
+    """Each band is a limit, not a hint: one step past it fails."""
+    band = compliance.BANDS[field]
+    stored = json.loads(golden_path(CASE).read_text())
+    new = copy.deepcopy(stored)
+    if field == "rescale_scale":
+        ops = new["tosa"][0]["ops"]
+        i = next(i for i, line in enumerate(ops) if "per_channel=True" in line)
+        _, values = compliance.split_op_line(ops[i])
+        first = values["multiplier"][0]
+        ops[i] = ops[i].replace(str(first), str(round(first * (1 + 2 * band.limit))), 1)
+    else:
+        stat = {"stat_lsb": "bias_lsb", "p99_lsb": "p99_lsb", "snr_db": "snr_db"}[field]
+        new["numerics"]["outputs"][0]["vs_float"][stat] += 2 * band.limit
+    verdict = compliance.compare(stored, new)
+    assert not verdict.matches and field in compliance.describe(CASE, verdict)
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    leaves = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8)
+    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=4)
+                        | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+
+
+def test_the_comparison_takes_any_json_and_a_golden_always_matches_itself():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    sections = st.dictionaries(st.sampled_from(["tosa", "vgf", "numerics", "io_quant_params", "graph", "x"]),
+                               _json_values(), max_size=4)
+
+    @settings(max_examples=300, deadline=None)
+    @given(sections, sections)
+    def check(a, b):
+        assert compliance.compare(a, a).matches
+        verdict = compliance.compare(a, b)  # never raises
+        assert verdict.matches or verdict.messages()
+
+    check()
