@@ -126,13 +126,12 @@ def markdown(measured: dict) -> str:
 
 
 def _shard(text: str) -> tuple[int, int]:
+    from conformance.harness.plan import parse_shard
+
     try:
-        index, count = (int(p) for p in text.split("/"))
-    except ValueError:
-        index = count = 0
-    if not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f"--shard must be I/N with 1 <= I <= N, got {text!r}")
-    return index, count
+        return parse_shard(text, "--shard")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,17 @@ DEFAULT_SIZE = 8
 VULKAN_TEST = "test_vulkan"
 
 
+def parse_shard(spec: str, option: str = "--vgf-shard") -> tuple[int, int]:
+    """``I/N`` as (I, N), 1 <= I <= N; a ``ValueError`` naming ``option`` otherwise."""
+    try:
+        index, count = (int(part) for part in spec.split("/"))
+    except ValueError:
+        index = count = 0
+    if not 1 <= index <= count:
+        raise ValueError(f"{option} must be I/N with 1 <= I <= N, got {spec!r}")
+    return index, count
+
+
 def known_others(seconds) -> dict[str, float]:
     """The tests that are not per case (node ids: they have ``::``) that the
     durations file knows, with their seconds (none for a plain callable)."""

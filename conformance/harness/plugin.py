@@ -245,12 +245,9 @@ def _plan(config) -> dict[str, str]:
 
 def _parse_shard(spec: str) -> tuple[int, int]:
     try:
-        index, count = (int(part) for part in spec.split("/"))
-    except ValueError:
-        index = count = 0
-    if not 1 <= index <= count:
-        raise pytest.UsageError(f"--vgf-shard must be I/N with 1 <= I <= N, got {spec!r}")
-    return index, count
+        return plan.parse_shard(spec)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection and pytest's fixture ordering
