@@ -103,7 +103,7 @@ def _check_outputs(case_run, request, oracle) -> None:
     if failures:
         record_case(request, case_run, error_maps=write_case_maps(case_run))  # where it differs
         case_run.fail_check(oracle.name, f"the lowered program (TOSA reference) against {oracle.what}",
-                            "\n".join(failures))
+                            failures)
 
 
 def _numerics_test(oracle):
@@ -159,7 +159,7 @@ def test_pte(case_run, request):
                             "payloads), program.pte differs from the lowered program:\n"
                             + "\n".join(differences) + f"\n({result.artifacts.program})")
     if problems:
-        case_run.fail_check("pte", "the shipped program.pte", "\n".join(problems))
+        case_run.fail_check("pte", "the shipped program.pte", problems)
     if meta.delegates:
         return
     try:
@@ -174,7 +174,7 @@ def test_pte(case_run, request):
             compare(reference, dequantize(torch.from_numpy(q), p), unit), "vs_float"))
     ]
     if failures:
-        case_run.fail_check("pte", "program.pte on the ExecuTorch runtime (CPU only)", "\n".join(failures))
+        case_run.fail_check("pte", "program.pte on the ExecuTorch runtime (CPU only)", failures)
 
 
 def _meta_text(meta) -> str:
@@ -218,5 +218,6 @@ def test_vulkan(case_run, vgf_batches, request):
     record_case(request, case_run, numerics={"vulkan": check.report_dict()})
     problems = check.problems(float_bound)
     if problems:
+        rerun = f"\nrerun on the runner: {rerun_command(check.scenario)}"
         case_run.fail_check("vulkan", "the program on Vulkan differs from the TOSA-reference path",
-                            "\n".join(problems) + f"\nrerun on the runner: {rerun_command(check.scenario)}")
+                            [*problems[:-1], problems[-1] + rerun])

@@ -88,6 +88,30 @@ def test_a_numerics_divergence_is_expected_only_where_it_is_declared():
         run.fail_check("vs_fake_quant", "against fake quant", "max error 40.000 LSB > 1 LSB")
 
 
+def test_an_expectation_excuses_each_failure_it_matches_and_no_other():
+    """Each failure of a test must match: one matching line no longer excuses
+    another failure in the same test (a second tensor off on Vulkan, a
+    plan-execution mismatch beside a declared-layout one)."""
+    case = CASES["model-ifnet-64x96-int8io"]
+    run = CaseRun(case=case, artifacts=Path("/nowhere"), stage="run")
+    known = ["v_getitem_13 (int8): 1 of 24576 elements differ from the TOSA-reference path (max 1 steps; ...)",
+             "v_getitem_15 (int8): 1 of 24576 elements differ from the TOSA-reference path (max 1 steps; ...)"]
+    with pytest.raises(ExpectedStageFailure):
+        run.fail_check("vulkan", "Vulkan", known)
+    another = "v_getitem_21 (int8): 1 of 24576 elements differ from the TOSA-reference path (max 1 steps; ...)"
+    with pytest.raises(CaseFailure, match="does not excuse: v_getitem_21"):
+        run.fail_check("vulkan", "Vulkan", [*known, another])
+    bigger = "v_getitem_13 (int8): 7 of 24576 elements differ from the TOSA-reference path (max 3 steps; ...)"
+    with pytest.raises(CaseFailure):
+        run.fail_check("vulkan", "Vulkan", [bigger])
+
+
+def test_an_expectation_that_would_excuse_anything_is_refused():
+    for pattern in ("", ".*", "x*", "(?s).*|y"):
+        with pytest.raises(ValueError, match="matches the empty text"):
+            Expectation("run", pattern, "why", checks=("vs_float",))
+
+
 def test_params_carry_the_batch_group_and_the_quick_mark():
     case = CASES["resize-nearest-up4-int8io"]
     (param,) = case_params({case.id: case}, {case.id: "quick-batch01"})

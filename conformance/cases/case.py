@@ -123,6 +123,9 @@ class Expectation:
             raise ValueError(f"Expectation.checks must be among {tuple(run_checks())} with stage 'run', "
                              f"got {self.checks!r} at stage {self.stage!r}")
         re.compile(self.match)
+        if re.search(self.match, ""):
+            raise ValueError(f"Expectation.match must name the failure it expects: /{self.match}/ matches "
+                             "the empty text, so it would excuse any failure")
 
     def applies_to(self, test_name: str) -> bool:
         """Whether the test named ``test_name`` of the case is expected to fail:
