@@ -97,7 +97,7 @@ def test_a_case_may_have_only_one_trait_that_states_bounds():
 def test_a_loosening_trait_lowers_an_snr_floor_only_downwards(monkeypatch):
     from conformance.cases.tolerances import Trait
 
-    floor = TRAITS["model-unet"].states["vs_float"].min_snr_db
+    floor = TRAITS["model-unet"].states["vs_float"]["min_snr_db"]
     monkeypatch.setitem(TRAITS, "lower", Trait("test", loosen={"vs_float": dict(min_snr_db=floor - 5)}))
     monkeypatch.setitem(TRAITS, "higher", Trait("test", loosen={"vs_float": dict(min_snr_db=floor + 5)}))
     family = FAMILIES["models"].tolerance

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
 from conformance.cases.models import GridSample, Resize
-from conformance.oracles.compare import Bound, compare
+from conformance.oracles.compare import BIAS_MIN_ELEMENTS, Bound, compare
 from conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
 from conformance.oracles.numerics import codes_outside_range
 from conformance.cases import FAMILIES
@@ -170,19 +170,26 @@ def test_lowered_program_reports_a_rejected_delegate(resize_export):
         program.run_program(*quantize_inputs(x, result.edge_program, result.io_quant_params))
 
 
-def test_the_bias_bound_is_meaningful_on_tiny_outputs():
-    """One element's bias is its error (max_lsb bounds it); over many elements
-    a shift within max_lsb but systematic still fails."""
+def test_the_bias_bound_applies_from_bias_min_elements():
+    """One element's bias is its error (max_lsb bounds it); from
+    BIAS_MIN_ELEMENTS on, a shift within max_lsb but systematic fails."""
     bound = Bound(1.0, bias_lsb=0.5)
-    one = torch.tensor([0.5]) * UNIT
-    assert bound.problems(compare(one, one + 0.86 * UNIT, UNIT)) == []  # 1 element: held to max_lsb
-    assert bound.problems(compare(one, one + 1.5 * UNIT, UNIT))  # ... which still fails beyond it
-    four = torch.zeros(4)
-    assert bound.problems(compare(four, four + 0.7 * UNIT, UNIT)) == []  # 0.5 + 0.5/2
-    message = " ".join(bound.problems(compare(four, four + 0.8 * UNIT, UNIT)))
-    assert "bias +0.800 LSB beyond +-0.75 LSB (4 elements)" in message
+    few = torch.zeros(BIAS_MIN_ELEMENTS - 1)
+    assert bound.problems(compare(few, few + 0.86 * UNIT, UNIT)) == []  # held to max_lsb only
+    assert bound.problems(compare(few, few + 1.5 * UNIT, UNIT))  # ... which still fails beyond it
+    many = torch.zeros(BIAS_MIN_ELEMENTS)
+    assert bound.problems(compare(many, many + 0.5 * UNIT, UNIT)) == []
+    assert bound.problems(compare(many, many + 0.6 * UNIT, UNIT)) == ["bias +0.600 LSB beyond +-0.5 LSB"]
+
+
+def test_an_exact_bound_fails_on_one_element_one_lsb_off():
+    bound = Bound(0.0, bias_lsb=0.0)
+    assert bound.exact
     many = torch.zeros(1, 4, 8, 8)
-    assert bound.problems(compare(many, many + 0.6 * UNIT, UNIT))  # 256 elements: +-0.531
+    assert bound.problems(compare(many, many.clone(), UNIT)) == []
+    one_off = many.clone()
+    one_off[0, 1, 2, 3] = UNIT
+    assert "max error 1.000 LSB > 0 LSB" in bound.problems(compare(many, one_off, UNIT))
 
 
 def test_the_grid_reference_reads_the_lowest_snorm16_code_as_minus_one():

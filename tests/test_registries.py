@@ -115,9 +115,11 @@ def test_the_report_schema_refuses_unknown_fields_and_merge_keeps_every_field():
 
 def test_tolerance_sources_name_the_family_and_the_oracle_default():
     tolerance = CASES["grid-rgba-bilinear-zeros-ac0-identity-int8io"].get_tolerance()
-    assert tolerance.bounds["vs_float"].max_lsb == 1.5  # the family's own
-    assert tolerance.bounds["vs_fake_quant"] == ORACLES["vs_fake_quant"].default  # the oracle's
+    assert tolerance.bounds["vs_float"].max_lsb == 1.35  # the family's own
+    assert tolerance.bounds["vs_float_dq"] == ORACLES["vs_float_dq"].default  # the oracle's
     assert tolerance.sources["vs_float.max_lsb"] == "grid_sample default"
+    assert tolerance.sources["vs_float_dq.max_lsb"] == "oracle default"
+    assert tolerance.bounds["vs_fake_quant"].exact  # measured bit-exact
 
 
 def test_a_vulkan_divergence_can_be_a_strict_expectation():

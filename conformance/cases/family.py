@@ -31,8 +31,9 @@ class Family:
     doc: str
     #: Builds the family's cases (each with ``family=name``).
     cases: Callable[[], Iterable[Case]]
-    #: The default tolerance of its outputs (``tolerances.family_tolerance``).
-    tolerance: Tolerance
+    #: The default tolerance of its outputs (``tolerances.family_tolerance``);
+    #: None: each case states its bounds through a trait (the model tier).
+    tolerance: Tolerance | None
     #: Ids of its cases in the pull-request tier.
     quick: frozenset[str] = frozenset()
     #: Known failures on the pinned stack, by case id (strict xfails).

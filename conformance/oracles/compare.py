@@ -4,9 +4,10 @@ the :class:`Bound` a comparison is held to.
 Errors are in quantization steps of each output; a float output is measured
 in :data:`FLOAT_UNIT` (one SNORM8 step of a [-1, 1] image).
 
-A bound has one of two modes. **Per element** (``max_lsb``, with an optional
-outlier allowance and a bias bound): for one or two ops, where each
-requantizing op adds at most about an LSB. **Statistical** (``p99_lsb`` and
+A bound has one of three modes. **Exact** (``max_lsb`` 0): outputs measured
+bit-exact with their reference stay so. **Per element** (``max_lsb``, with an
+optional outlier allowance capped from measurement, and a bias bound): for one
+or two ops, where each requantizing op adds at most about an LSB. **Statistical** (``p99_lsb`` and
 ``min_snr_db`` beside a ``max_lsb`` cap): for deep graphs (the model tier),
 where rounding differences accumulate over many ops, so the worst element
 says little and a regression shows as more large errors (the 99th
@@ -29,6 +30,12 @@ FLOAT_UNIT = 1.0 / 127.0
 #: Slack for float rounding in the error itself (a 1-LSB difference can
 #: measure 1.0000001 LSB after dequantization).
 EPSILON = 1e-3
+#: The fewest elements a bias bound applies to. The bias is the mean of the
+#: signed errors: on one element it is that element's error (which ``max_lsb``
+#: bounds), and a systematic shift can be told from per-element rounding only
+#: over many (the mean of n errors within +-1 LSB spreads as 1/sqrt(n): 1/8 LSB
+#: at 64). The table's smallest outputs (a resize to 1x1, 2x3) are below it.
+BIAS_MIN_ELEMENTS = 64
 
 
 @dataclasses.dataclass
@@ -128,8 +135,10 @@ def dequantize(q: torch.Tensor, params: dict | None) -> torch.Tensor:
 class Bound:
     """What one comparison of one output may show."""
 
+    #: Limit of every element's error; 0: bit-exact (:attr:`exact`).
     max_lsb: float
-    #: Limit of the mean signed error (a systematic shift); None: not bounded.
+    #: Limit of the mean signed error (a systematic shift) on outputs of at
+    #: least :data:`BIAS_MIN_ELEMENTS` elements; None: not bounded.
     bias_lsb: float | None = None
     #: Fraction of elements allowed beyond ``max_lsb`` ...
     outliers: float = 0.0
@@ -161,18 +170,10 @@ class Bound:
             outlier_max_lsb=None if self.outlier_max_lsb is None else self.outlier_max_lsb * factor,
             p99_lsb=None if self.p99_lsb is None else self.p99_lsb * factor)  # the SNR has no unit
 
-    def bias_allowed(self, elements: int | None) -> float:
-        """The bias bound on ``elements`` elements. The bias is the mean of the
-        signed errors: on one element it is that element's error, which
-        ``max_lsb`` already bounds, and a systematic shift can be told from
-        per-element rounding only over many elements (the mean of n errors
-        within +-max_lsb spreads as 1/sqrt(n)). So the bound starts at
-        ``max_lsb`` for one element and tightens towards ``bias_lsb``:
-        ``bias_lsb + (max_lsb - bias_lsb) / sqrt(n)`` (256 elements: +1/16 of
-        the gap). ``None`` (not known): ``bias_lsb``."""
-        if not elements or self.max_lsb <= self.bias_lsb:
-            return self.bias_lsb
-        return self.bias_lsb + (self.max_lsb - self.bias_lsb) / math.sqrt(elements)
+    @property
+    def exact(self) -> bool:
+        """Bit-exact: no element may differ (the mode of outputs measured equal)."""
+        return self.max_lsb == 0 and not self.outliers
 
     def problems(self, comparison) -> list[str]:
         problems = []
@@ -184,12 +185,10 @@ class Bound:
         if self.outliers and comparison.max_lsb > self.outlier_max_lsb + EPSILON:
             problems.append(f"max error {comparison.max_lsb:.3f} LSB > the outlier cap "
                             f"{self.outlier_max_lsb:g} LSB")
-        if self.bias_lsb is not None:
-            elements = comparison.errors.numel() if comparison.errors is not None else None
-            allowed = self.bias_allowed(elements)
-            if abs(comparison.bias_lsb) > allowed + EPSILON:
-                problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{allowed:.3g} LSB"
-                                + (f" ({elements} elements)" if allowed > self.bias_lsb else ""))
+        elements = comparison.errors.numel() if comparison.errors is not None else None
+        if self.bias_lsb is not None and (elements is None or elements >= BIAS_MIN_ELEMENTS):
+            if abs(comparison.bias_lsb) > self.bias_lsb + EPSILON:
+                problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{self.bias_lsb:g} LSB")
         if self.p99_lsb is not None and comparison.p99_lsb > self.p99_lsb + EPSILON:
             problems.append(f"99th-percentile error {comparison.p99_lsb:.3f} LSB > {self.p99_lsb:g} LSB "
                             f"({comparison.fraction_over(self.p99_lsb + EPSILON):.1%} of elements beyond it, "
@@ -197,3 +196,8 @@ class Bound:
         if self.min_snr_db is not None and comparison.snr_db < self.min_snr_db:
             problems.append(f"SNR {comparison.snr_db:.2f} dB < {self.min_snr_db:g} dB")
         return problems
+
+
+#: The bound of outputs measured bit-exact with their reference: no element
+#: differs, so neither does the mean.
+EXACT = Bound(0.0, bias_lsb=0.0)

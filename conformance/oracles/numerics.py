@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from conformance.oracles.compare import Comparison, compare, dequantize, output_units
+from conformance.oracles.compare import EPSILON, Comparison, compare, dequantize, output_units
 from conformance.oracles.lowered import LoweredProgram, output_quant, quantize_inputs
 from conformance.oracles.references import ORACLES, Subject, fake_quant_program, float_model
 from conformance.oracles.tosa_reference import RUNS_DIR
@@ -50,6 +50,9 @@ class Numerics:
     statistical: list[bool] = dataclasses.field(default_factory=list)
     #: Per output: the codes outside its quantization range (None: none, or a float output).
     outside_range: list["OutsideRange | None"] = dataclasses.field(default_factory=list)
+    #: Per output, per comparison whose bound allows outliers: the fraction
+    #: of elements beyond its ``max_lsb`` (what the allowance decides).
+    beyond: list[dict[str, float]] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The rounded statistics for goldens and the report."""
@@ -57,6 +60,8 @@ class Numerics:
         for i, unit in enumerate(self.units):
             coarse = i < len(self.statistical) and self.statistical[i]
             entry = {name: comparisons[i].to_dict(coarse) for name, comparisons in self.comparisons.items()}
+            for name, fraction in (self.beyond[i] if i < len(self.beyond) else {}).items():
+                entry[name]["beyond_max_lsb"] = round(fraction, 4)
             entry["fake_quant_vs_float"] = self.fake_quant_vs_float[i].to_dict(coarse)
             entry["unit"] = float(f"{unit:.6g}")
             if i < len(self.outside_range) and self.outside_range[i]:
@@ -115,15 +120,18 @@ def measure(case, result) -> Numerics:
     lowered = [dequantize(q, p) for q, p in zip(raw, params)]
     units = output_units(params)
     statuses = set(program.tosa_statuses)
+    comparisons = {name: [compare(r, b, u) for r, b, u in zip(outputs, lowered, units)]
+                   for name, outputs in references.items()}
+    tolerances = [case.get_tolerance(i) for i in range(len(units))]
     return Numerics(
-        comparisons={name: [compare(r, b, u) for r, b, u in zip(outputs, lowered, units)]
-                     for name, outputs in references.items()},
+        comparisons=comparisons,
         fake_quant_vs_float=[compare(r, a, u) for r, a, u in zip(reference, fake_quant, units)],
         tosa_status=statuses.pop() if len(statuses) == 1 else ("none" if not statuses else "mixed"),
         units=units,
         reference_outputs=reference,
         program=program,
-        statistical=[any(b.statistical for b in case.get_tolerance(i).bounds.values())
-                     for i in range(len(units))],
+        statistical=[any(b.statistical for b in t.bounds.values()) for t in tolerances],
         outside_range=[codes_outside_range(q, p) for q, p in zip(raw, params)],
+        beyond=[{name: comparisons[name][i].fraction_over(bound.max_lsb + EPSILON)
+                 for name, bound in t.bounds.items() if bound.outliers} for i, t in enumerate(tolerances)],
     )

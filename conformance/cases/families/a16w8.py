@@ -35,10 +35,10 @@ def _cases() -> list[Case]:
     ]
 
 
-# In SNORM16 LSB. vs_fake_quant: one output rounding that may differ on ties
-# (1.002 measured; bias 0.044, bounded by half the tie fraction, at most 0.06 in
-# these shapes). vs_float_dq: the output rounding (0.502 measured; 1 LSB is the
-# floor). vs_float: plus input quantization, 0.5 LSB (0.977 measured).
-TOLERANCE = family_tolerance(vs_fake_quant=Bound(1.0, bias_lsb=0.1), vs_float=Bound(1.5))
+# In SNORM16 LSB, each at most 1.5x the worst measured. vs_fake_quant: one
+# output rounding that may differ on ties (1.002 measured; bias 0.057).
+# vs_float_dq: the output rounding (0.502 measured; 1 LSB is the floor).
+# vs_float: plus input quantization, 0.5 LSB (0.94 measured, bias 0.083).
+TOLERANCE = family_tolerance(vs_fake_quant=Bound(1.0, bias_lsb=0.08), vs_float=Bound(1.4, bias_lsb=0.12))
 
 FAMILY = Family("a16w8", __doc__, _cases, TOLERANCE, QUICK)

@@ -18,7 +18,7 @@ from conformance.cases import models
 from conformance.cases.case import Case, InputSpec, io_suffix
 from conformance.cases.family import Family
 from conformance.cases.tolerances import family_tolerance
-from conformance.oracles.compare import Bound
+from conformance.oracles.compare import EXACT, Bound
 
 IMAGE = (12, 16)  # H, W of the sampled image (non-square on purpose)
 #: H, W of the grid and the output. Identity and zoom grids have the image's
@@ -155,9 +155,12 @@ DIMENSION_QUICK = frozenset({
 })
 
 
-# The grid sampler reference rounds once: 0.5 LSB measured against the float
-# model on dequantized inputs (the oracle's default of 1 LSB holds); on the
-# raw inputs, input quantization adds up to 0.5 LSB (measured 0.92).
-TOLERANCE = family_tolerance(vs_float=Bound(1.5))
+# Each bound at most 1.5x the worst measured over the outputs it decides
+# (python -m conformance.cases.slack). The lowered program equals fake-quant
+# bit for bit (137 outputs; the others are chains or clip): exact. The grid
+# sampler reference rounds once: 0.85 LSB measured against the float model on
+# dequantized inputs (the oracle's default of 1 LSB holds); on the raw inputs,
+# input quantization adds up to 0.5 LSB (measured 0.92, bias 0.073).
+TOLERANCE = family_tolerance(vs_fake_quant=EXACT, vs_float=Bound(1.35, bias_lsb=0.105))
 
 FAMILY = Family("grid_sample", __doc__, _cases, TOLERANCE, QUICK | DIMENSION_QUICK)

@@ -25,7 +25,6 @@ from torch import nn
 from conformance.cases import zoo
 from conformance.cases.case import Case, Expectation, InputSpec
 from conformance.cases.family import Family
-from conformance.cases.tolerances import MODEL_TOLERANCE
 
 #: The cheapest models that still cover grid_sample and resize.
 #: (affine-stabilize: grid_sample, about 6 s to export; superres: a bilinear
@@ -77,7 +76,9 @@ EXPECTATIONS = {
         checks=("vulkan",)),
 }
 
-FAMILY = Family("models", __doc__, _cases, MODEL_TOLERANCE, QUICK, EXPECTATIONS)
+#: No default tolerance: each model states its measured bounds (trait
+#: ``model-<name>``); a model without them is refused when the table is built.
+FAMILY = Family("models", __doc__, _cases, None, QUICK, EXPECTATIONS)
 
 
 # ---------------------------------------------------------------------------
@@ -90,16 +91,21 @@ MEASURE_SEEDS = ("", "-seed1", "-seed2")
 
 def propose_bounds(worst: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """The rule of :data:`conformance.cases.tolerances.MODEL_BOUNDS` applied to
-    the worst statistics of one model (comparison -> max_lsb, p99_lsb, snr_db):
-    LSB bounds 1.5x the worst, rounded up to 0.1; SNR floors the worst minus
-    3.5 dB (1.5x the error's amplitude), rounded down to 0.1."""
+    the worst statistics of one model (comparison -> max_lsb, p99_lsb,
+    bias_lsb, snr_db): LSB bounds 1.5x the worst, rounded down to 0.01 (a
+    bias: to 0.001; below the slack table's resolution, 0.01, counts as it); SNR floors
+    the worst minus 3.5 dB (1.5x the error's amplitude), rounded up to 0.1.
+    Each is at most 1.5x the worst (:mod:`conformance.cases.slack`)."""
     import math
 
-    def up(lsb: float) -> float:  # on the golden's rounding (0.01 LSB), so float noise cannot add 0.1
-        return math.ceil(round(round(lsb, 2) * 15, 6)) / 10
+    from conformance.cases.slack import BIAS_RESOLUTION
 
-    return {what: {"max_lsb": up(w["max_lsb"]), "p99_lsb": up(w["p99_lsb"]),
-                   "min_snr_db": math.floor(round((round(w["snr_db"], 1) - 3.5) * 10, 6)) / 10}
+    def down(lsb: float, step: float = 0.01) -> float:
+        return math.floor(round(lsb * 1.5 / step, 6)) * step
+
+    return {what: {"max_lsb": round(down(w["max_lsb"]), 2), "p99_lsb": round(down(w["p99_lsb"]), 2),
+                   "bias_lsb": round(down(max(w["bias_lsb"], BIAS_RESOLUTION), 0.001), 3),
+                   "min_snr_db": math.ceil(round((w["snr_db"] - 3.5) * 10, 6)) / 10}
             for what, w in worst.items()}
 
 

@@ -441,11 +441,11 @@ def _io_cases() -> list[Case]:
 
 
 # One requantizing op, SNORM8 in and out: vs_fake_quant and vs_float keep the
-# oracles' defaults (1 LSB with a 0.5 bias bound; 2 LSB, measured 1.63: the
-# input quantization adds up to 0.5 LSB). Against the float model on
-# dequantized inputs a resize is off by its output rounding (0.5) plus
-# TOSA's rounding of the interpolation (measured up to 1.33 LSB at 3/2).
-TOLERANCE = family_tolerance(vs_float_dq=Bound(1.5))
+# oracles' defaults (1 LSB, bias 0.3; 2 LSB, measured 1.63: the input
+# quantization adds up to 0.5 LSB). Against the float model on dequantized
+# inputs a resize is off by its output rounding (0.5) plus TOSA's rounding of
+# the interpolation (measured up to 1.4 LSB at 5/2, bias 0.25).
+TOLERANCE = family_tolerance(vs_float_dq=Bound(1.5, bias_lsb=0.36))
 
 def _channel_cases() -> list[Case]:
     """Channel counts other than RGBA's 4 (grey, two, RGB, and wider feature maps)."""
