@@ -50,7 +50,7 @@ def test_expectation_must_name_a_known_stage():
 @pytest.mark.parametrize("expect, xfailed", [
     (Expectation("lower", "x", "known bug"),
      {"test_export", "test_golden", "test_numerics_vs_float", "test_vulkan"}),
-    (Expectation("run", "max error", "bilinear ignores the scale factor", checks=("vs_float",)),
+    (Expectation("run", "max error", "bilinear ignores the scale factor", checks=("vs_float",), lsb=(1, 9)),
      {"test_numerics_vs_float"}),
     (Expectation("run", "BAD_INPUT", "the reference model rejects a delegate"),
      {"test_numerics_vs_float", "test_vulkan"}),
@@ -80,7 +80,7 @@ def test_a_numerics_expectation_names_a_known_comparison():
 
 def test_a_numerics_divergence_is_expected_only_where_it_is_declared():
     case = CASES["resize-bilinear-ac0-down2-int8io"]
-    expect = Expectation("run", r"max error \d+", "known divergence", checks=("vs_float",))
+    expect = Expectation("run", r"max error \d+", "known divergence", checks=("vs_float",), lsb=(30, 50))
     run = CaseRun(case=dataclasses.replace(case, expect=expect), artifacts=Path("/nowhere"), stage="run")
     with pytest.raises(ExpectedStageFailure, match="known divergence"):
         run.fail_check("vs_float", "vs float", "max error 40.000 LSB > 2 LSB")
@@ -107,9 +107,38 @@ def test_an_expectation_excuses_each_failure_it_matches_and_no_other():
 
 
 def test_an_expectation_that_would_excuse_anything_is_refused():
-    for pattern in ("", ".*", "x*", "(?s).*|y"):
-        with pytest.raises(ValueError, match="matches the empty text"):
+    for pattern in ("", ".*", "x*", "(?s).*|y", ".+", "(?s).", r"\w"):
+        with pytest.raises(ValueError, match="matches the empty text or an unrelated failure"):
             Expectation("run", pattern, "why", checks=("vs_float",))
+
+
+def test_a_numerics_divergence_must_pin_its_measured_size():
+    with pytest.raises(ValueError, match="pin its measured size"):
+        Expectation("run", r"max error \d+\.\d+ LSB >", "why", checks=("vs_float",))
+    with pytest.raises(ValueError, match="must be a range"):
+        Expectation("run", r"max error \d+\.\d+ LSB >", "why", checks=("vs_float",), lsb=(5, 2))
+
+
+def _upstream_failure(size: float, bound: str = "1") -> str:
+    return (f"output 0: vs_fake_quant: max error {size:.3f} LSB > {bound} LSB; bias +0.700 LSB beyond +-0.3 LSB "
+            "(tolerance: ...)\n  max ...")
+
+
+@pytest.mark.parametrize("case_id", ["resize-bilinear-ac0-in7x7-s3_2-upstream-int8io",
+                                     "resize-bilinear-ac0-in62x13-s5_64-upstream-int8io"])
+def test_an_upstream_divergence_that_doubles_or_halves_is_no_longer_expected(case_id):
+    """The -upstream twins' divergences are pinned to their measured size: the
+    measured one is excused, twice or half of it is news."""
+    case = CASES[case_id]
+    run = CaseRun(case=case, artifacts=Path("/nowhere"), stage="run")
+    low, high = case.expect.lsb
+    measured = (low / 0.8 + high / 1.25) / 2
+    with pytest.raises(ExpectedStageFailure):
+        run.fail_check("vs_fake_quant", "against fake quant", [_upstream_failure(measured)])
+    for size in (2 * measured, measured / 2):
+        with pytest.raises(CaseFailure, match=rf"max error {size:.3f} LSB is outside the divergence's "
+                                              r"measured range \["):
+            run.fail_check("vs_fake_quant", "against fake quant", [_upstream_failure(size)])
 
 
 def test_params_carry_the_batch_group_and_the_quick_mark():

@@ -12,7 +12,7 @@
 ``CASES`` is the built-in table (case id -> case).
 """
 
-from conformance.cases.case import QSPECS, STAGES, Case, Expectation, InputSpec
+from conformance.cases.case import QSPECS, STAGES, Case, Expectation, InputSpec, measured_lsb
 from conformance.cases.family import FAMILIES, Family, build_table, builtin_families, load_case_file
 from conformance.cases.tolerances import check_traits
 
@@ -21,4 +21,4 @@ check_traits([f.tolerance for f in BUILTIN_FAMILIES])
 CASES = build_table(BUILTIN_FAMILIES)
 
 __all__ = ["BUILTIN_FAMILIES", "CASES", "FAMILIES", "QSPECS", "STAGES", "Case", "Expectation", "Family",
-           "InputSpec", "build_table", "load_case_file"]
+           "InputSpec", "build_table", "load_case_file", "measured_lsb"]

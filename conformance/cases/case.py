@@ -100,6 +100,18 @@ def run_checks() -> dict[str, str]:
     return {**{o.name: o.test_name for o in ORACLES.values()}, "pte": "test_pte", "vulkan": "test_vulkan"}
 
 
+#: A failure no expectation may match: a pattern that does is a catch-all.
+_UNRELATED_FAILURE = "\x00an unrelated failure 0\x00"
+
+
+def measured_lsb(low: float, high: float | None = None) -> tuple[float, float]:
+    """The range an expected divergence measured at ``low`` to ``high`` LSB
+    (over its comparisons) may take: from 0.8x the smallest to 1.25x the
+    largest, so doubling or halving it is a failure."""
+    high = low if high is None else high
+    return (round(low * 0.8, 2), round(high * 1.25, 2))
+
+
 @dataclasses.dataclass(frozen=True)
 class Expectation:
     """A known failure on the pinned version, recorded as a strict xfail.
@@ -107,14 +119,19 @@ class Expectation:
     A stage failure names the stage and a regular expression its error
     matches; every test of the case expects it. A numerics divergence names
     the comparisons (oracle names, stage ``run``) and a regular expression of
-    their failure message: only those comparisons' tests expect it, and the
-    run fails (XPASS) once the divergence is gone.
+    their failure message, and its measured size (``lsb``): only those
+    comparisons' tests expect it, each failure must be excused on its own
+    (:meth:`excuses`), and the run fails (XPASS) once the divergence is gone.
     """
 
     stage: str
     match: str
     reason: str
     checks: tuple[str, ...] = ()
+    #: A numerics divergence's measured size: every ``max error X LSB`` the
+    #: failures name must lie in ``[low, high]`` (:func:`measured_lsb`), so a
+    #: divergence that grows or shrinks past it is news, not "expected".
+    lsb: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -123,9 +140,30 @@ class Expectation:
             raise ValueError(f"Expectation.checks must be among {tuple(run_checks())} with stage 'run', "
                              f"got {self.checks!r} at stage {self.stage!r}")
         re.compile(self.match)
-        if re.search(self.match, ""):
+        if re.search(self.match, "") or re.search(self.match, _UNRELATED_FAILURE):
             raise ValueError(f"Expectation.match must name the failure it expects: /{self.match}/ matches "
-                             "the empty text, so it would excuse any failure")
+                             "the empty text or an unrelated failure, so it would excuse any failure")
+        if self.lsb is not None and not (0 <= self.lsb[0] <= self.lsb[1]):
+            raise ValueError(f"Expectation.lsb must be a range (low, high) with 0 <= low <= high, got {self.lsb!r}")
+        if self.lsb is None and "max error" in self.match:
+            raise ValueError(f"Expectation /{self.match}/ excuses a numerics divergence: pin its measured "
+                             "size (lsb=measured_lsb(low, high)), else any size of it stays 'expected'")
+        if self.lsb is not None and "max error" not in self.match:
+            raise ValueError("Expectation.lsb pins the size of a numerics divergence: its match must name "
+                             f"the 'max error' it excuses, got /{self.match}/")
+
+    def excuses(self, failure: str) -> str | None:
+        """Why this expectation does not excuse ``failure`` (one failure of one
+        check), or None when it does: its text must match, and every max error
+        it names must lie in :attr:`lsb`."""
+        if not re.search(self.match, failure):
+            return f"does not match /{self.match}/"
+        if self.lsb is not None:
+            for size in re.findall(r"max error (\d+(?:\.\d+)?) LSB", failure):
+                if not self.lsb[0] <= float(size) <= self.lsb[1]:
+                    return (f"max error {size} LSB is outside the divergence's measured range "
+                            f"[{self.lsb[0]:g}, {self.lsb[1]:g}] LSB")
+        return None
 
     def applies_to(self, test_name: str) -> bool:
         """Whether the test named ``test_name`` of the case is expected to fail:

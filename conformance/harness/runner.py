@@ -108,13 +108,13 @@ class CaseRun:
         expect = self.case.expect
         unexcused = []
         if expect is not None and check in expect.checks:
-            unexcused = [f for f in failures if not re.search(expect.match, f)]
+            unexcused = [(f, why) for f in failures if (why := expect.excuses(f)) is not None]
             if not unexcused:
                 raise ExpectedStageFailure(f"[run] {check}: {message}\n(expected: {expect.reason})")
         hint = ""
         if expect is not None and check in expect.checks:
             hint = (f"\nexpected instead: /{expect.match}/ ({expect.reason}); it does not excuse: "
-                    + " | ".join(f.splitlines()[0] for f in unexcused))
+                    + " | ".join(f"{f.splitlines()[0]} ({why})" for f, why in unexcused))
         raise CaseFailure(
             f"case {self.case.id}: stage 'run', {what}\n{message}\nartifacts: {self.artifacts}{hint}")
 
