@@ -19,6 +19,7 @@ from conformance.oracles.lowered import output_quant, quantize_inputs
 from conformance.oracles.references import ORACLES
 from conformance.harness.plugin import accept_command, record_case
 from conformance.harness.errormaps import write_case_maps
+from conformance.harness.skips import VULKAN_UNAVAILABLE
 from conformance.harness.html import golden_diff
 from conformance.oracles.pte import PteRuntimeError, execute_program, load_pte_meta, run_cpu_program
 from conformance.oracles.pte.execute import output_differences
@@ -199,7 +200,7 @@ def test_vulkan(case_run, vgf_batches, request):
         if request.config.getoption("--vgf-require-vulkan"):
             raise AssertionError(f"the Vulkan stack is required (--vgf-require-vulkan) but "
                                  f"missing: {error}") from None
-        pytest.skip(str(error))
+        pytest.skip(f"{VULKAN_UNAVAILABLE}: {error}")
     if not numerics.program.calls:
         assert case_run.case.stays_on_cpu, (
             f"{case_run.case.id}: nothing was delegated, so nothing runs on Vulkan "

@@ -2,6 +2,7 @@
 
 import pytest
 
+from conformance.harness.skips import VULKAN_UNAVAILABLE
 from conformance.oracles import vulkan
 
 pytest_plugins = ("pytester",)
@@ -13,4 +14,4 @@ def stack():
     try:
         return vulkan.vulkan_stack()
     except vulkan.VulkanUnavailable as error:
-        pytest.skip(str(error))
+        pytest.skip(f"{VULKAN_UNAVAILABLE}: {error}")

@@ -1,7 +1,11 @@
 """Fault injection: break one thing beneath the suite, show which conformance
 check catches it, and that its message names the case, the stage and what
 changed. Each fault is a plausible regression of ExecuTorch, the converter or
-the runtime; the checks called are the suite's own test functions."""
+the runtime; the checks called are the suite's own test functions. The
+numerics faults (a one-LSB shift, a +0.5 LSB bias within the max bound, a few
+10-LSB outliers, 16-bit activations computed at 8 bits, an SNORM16 grid at
+8 bits, a code below quant_min) call only the numerics tests: no golden is
+read, so each shows that the bounds alone stand guard."""
 
 from __future__ import annotations
 
@@ -61,6 +65,50 @@ def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch
     failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
     message = failed["test_numerics_vs_fake_quant"]
     assert case_id in message and "stage 'run'" in message and "bias +" in message
+
+
+def _patch_delegate_outputs(monkeypatch, change) -> None:
+    """Every delegate's int8 outputs (from the TOSA reference model) through ``change``."""
+    real = lowered_module.run_tosa_in_child_ex
+
+    def patched(flatbuffer, inputs, timeout, **options):
+        result = real(flatbuffer, inputs, timeout, **options)
+        return dataclasses.replace(result, outputs=[change(o) if o.dtype == np.int8 else o for o in result.outputs])
+
+    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", patched)
+
+
+def test_a_half_lsb_bias_within_the_max_bound_fails_vs_fake_quant(tmp_path, monkeypatch):
+    """Every other element one step up: each within the 1-LSB max bound, the
+    mean shifted by +0.5 LSB. The golden is not consulted: the bias bound
+    (0.3 LSB, measured 0.215 at worst) stands guard alone."""
+    def every_other_up(o):
+        flat = o.astype(np.int32).reshape(-1)
+        flat[::2] += 1
+        return np.clip(flat, -127, 127).reshape(o.shape).astype(o.dtype)
+
+    _patch_delegate_outputs(monkeypatch, every_other_up)
+    case_id = "resize-nearest-up2-int8io"  # equal to fake-quant; held to 1 LSB, bias 0.3
+    failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
+    message = failed["test_numerics_vs_fake_quant"]
+    assert "bias +0.4" in message or "bias +0.5" in message, message
+    assert "max error" not in message.split("(tolerance")[0]  # within the max bound: the bias alone catches it
+
+
+def test_a_few_10_lsb_outliers_fail_every_comparison(tmp_path, monkeypatch):
+    """Three elements of 1152 ten steps off: the mean hardly moves (+0.03 LSB),
+    every per-element bound catches it, with the golden not consulted."""
+    def three_outliers(o):
+        flat = o.astype(np.int32).reshape(-1)
+        picked = [5, 500, 1000]
+        flat[picked] += np.where(flat[picked] > 0, -10, 10)
+        return flat.reshape(o.shape).astype(o.dtype)
+
+    _patch_delegate_outputs(monkeypatch, three_outliers)
+    case_id = "resize-bilinear-ac0-up2-int8io"
+    failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
+    assert set(failed) == {t.__name__ for t in NUMERICS}, failed
+    assert "max error 10.000 LSB > 1 LSB" in failed["test_numerics_vs_fake_quant"]
 
 
 def test_a_code_below_quant_min_fails_vs_fake_quant_within_every_lsb_bound(tmp_path, monkeypatch):

@@ -105,12 +105,13 @@ def exports(tmp_path_factory):
     pytest.importorskip("executorch")
     from conformance.cases import CASES
     from conformance.native import evaluate
+    from conformance.harness.skips import VULKAN_UNAVAILABLE
     from conformance.oracles.vulkan import VulkanUnavailable, vulkan_stack
 
     try:
         vulkan_stack()
     except VulkanUnavailable as error:
-        pytest.skip(str(error))
+        pytest.skip(f"{VULKAN_UNAVAILABLE}: {error}")
     case = CASES[CASE]
     root = tmp_path_factory.mktemp("native")
     project = evaluate._export(case, root / "project", **case.export_kwargs())

@@ -65,7 +65,7 @@ class Tolerance:
 
     def to_dict(self) -> dict:
         """The bounds as the report records them."""
-        out = {what: {k: v for k, v in dataclasses.asdict(b).items() if v not in (None, 0.0)}
+        out = {what: {k: v for k, v in dataclasses.asdict(b).items() if v is not None and (v or k != "outliers")}
                for what, b in self.bounds.items()}
         out["vulkan_float_lsb"] = self.vulkan_float_lsb
         return out

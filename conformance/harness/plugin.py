@@ -30,6 +30,7 @@ so it is the same with and without xdist.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import gc
 import os
@@ -44,7 +45,7 @@ import pytest
 
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
-from conformance.harness import case_log, durations, golden_keeper, machine, plan
+from conformance.harness import case_log, durations, golden_keeper, machine, plan, skips
 from conformance.harness.report import WorkaroundVerdict, build_report, write_report
 
 REPORT_KEY = "vgf_case"
@@ -91,6 +92,11 @@ def pytest_addoption(parser):
                     default=os.environ.get("CI", "").lower() == "true",
                     help="fail (instead of skip) the Vulkan tests when the Vulkan stack is missing; "
                          "on by default where the environment says CI=true")
+    group.addoption("--vgf-strict-skips", action=argparse.BooleanOptionalAction,
+                    default=os.environ.get("CI", "").lower() == "true",
+                    help="fail the run when a test is skipped for a reason not declared in "
+                         "conformance/harness/skips.py (a missing Vulkan stack, browser or package); "
+                         "on by default where the environment says CI=true")
     group.addoption("--vgf-case-timeout", metavar="SECONDS", type=float, default=None,
                     help="fail a case whose run (export, numerics, golden) takes longer, naming the "
                          "stage it hung in; the other cases go on (default 600; 0: no watchdog)")
@@ -108,6 +114,7 @@ def pytest_configure(config):
         config.pluginmanager.register(WorkerMemory(config), "vgf-worker-memory")
     else:  # the controller, or a run without xdist
         config.pluginmanager.register(CaseReport(config), "vgf-case-report")
+        config.pluginmanager.register(skips.SkipReport(config), "vgf-skips")
         if getattr(config.option, "dist", "no") == "loadgroup":
             # Hand groups out in the order of order_items (longest first), not
             # sorted by their number of tests (xdist's --loadscope-reorder).
@@ -684,6 +691,8 @@ class CaseReport:
             "memory": dict(sorted(self.memory.items())) or {"main": peak_memory()},
             # Where it ran: calibrated values move with oneDNN's ISA and the
             # thread count (conformance/goldens/compliance.py).
+            # Every skip by reason (conformance/harness/skips.py): a check that did not run says so.
+            "skips": self.config.pluginmanager.get_plugin("vgf-skips").ledger.summary(),
             "machine": machine.describe(
                 self.threads or ({"main": torch_threads()} if torch_threads() is not None else None),
                 workers=len(self.busy) if self.threads else 1),

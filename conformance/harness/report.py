@@ -22,6 +22,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from conformance.harness import skips
 from conformance.harness.machine import line as machine_line
 
 OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
@@ -139,6 +140,7 @@ def merge_run_times(runs: list[dict]) -> dict:
                        for worker, peak in run.get("memory", {}).items()},
             "workers": {f"shard{i + 1}-{worker}": entry for i, run in enumerate(runs)
                         for worker, entry in run.get("workers", {}).items()},
+            "skips": skips.merge(runs),
             # Shards may land on different CPUs: each one's machine.
             "machines": {f"shard{i + 1}": run["machine"] for i, run in enumerate(runs) if run.get("machine")}}
 
@@ -164,6 +166,9 @@ def render_markdown(report: dict) -> str:
     machines = run.get("machines") or ({"": run["machine"]} if run.get("machine") else {})
     for name, machine in machines.items():
         lines += [f"Ran on{f' ({name})' if name else ''}: {machine_line(machine)}.", ""]
+    skipped = run.get("skips") or []
+    if skipped:
+        lines += ["## Skipped", "", *[f"- {line}" for line in skips.summary_lines(skipped, strict=True)], ""]
     for name, entry in (run.get("partial_shards") or {}).items():
         missing = entry.get("missing") or []
         lines += [f"**Partial shard** {name}: stopped before it finished; {len(missing)} planned case(s) "
