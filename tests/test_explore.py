@@ -138,7 +138,7 @@ def test_case_entries_build_the_case_with_its_expectation():
     assert 'checks=("vs_fake_quant",)' in text
     case = space.build_case(case_entry(outcome, seed=7).rstrip(","))
     assert case.id == outcome["id"] and case.expect.checks == ("vs_fake_quant",)
-    assert case.expect.stage == "run"
+    assert case.expect.stage == "run" and case.expect.lsb == (2.4, 3.75)  # the divergence pinned at its size
 
 
 # ---------------------------------------------------------------------------

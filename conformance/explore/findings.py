@@ -79,8 +79,13 @@ def expectation(outcome: dict, seed: int) -> tuple[str | None, str]:
             patterns.append(re.escape(message.strip().splitlines()[-1][:60]))
         match = patterns[0] if len(patterns) == 1 else "(?:" + "|".join(patterns) + ")"
         check_text = ", ".join(json.dumps(c) for c in checks) + ("," if len(checks) == 1 else "")
-        return (f'Expectation("run", r"{match}", {reason}, checks=({check_text}))',
-                "a numerics divergence: only these comparisons' tests expect it")
+        sizes = [r["max_lsb"] for r in outcome.get("comparisons", ())
+                 if not r["ok"] and r["check"] in checks and any("max error" in p for p in r["problems"])]
+        from conformance.cases.case import measured_lsb  # the case table's rule (imports torch)
+
+        lsb = f", lsb={measured_lsb(min(sizes), max(sizes))}" if "max error" in kinds and sizes else ""
+        return (f'Expectation("run", r"{match}", {reason}, checks=({check_text}){lsb})',
+                "a numerics divergence: only these comparisons' tests expect it, at this size")
     if sig.startswith("delegation:"):
         return None, ("test_delegation cannot be an expected failure: if this is how the pinned ExecuTorch "
                       "behaves, state why in cpu_reason() (resize) or the case's stays_on_cpu/cpu_ops")

@@ -692,7 +692,8 @@ class CaseReport:
             # Where it ran: calibrated values move with oneDNN's ISA and the
             # thread count (conformance/goldens/compliance.py).
             # Every skip by reason (conformance/harness/skips.py): a check that did not run says so.
-            "skips": self.config.pluginmanager.get_plugin("vgf-skips").ledger.summary(),
+            "skips": skipped.ledger.summary() if (skipped := self.config.pluginmanager.get_plugin("vgf-skips"))
+            else [],
             "machine": machine.describe(
                 self.threads or ({"main": torch_threads()} if torch_threads() is not None else None),
                 workers=len(self.busy) if self.threads else 1),
