@@ -25,7 +25,9 @@ if [ "$NAME" = baseline ]; then PINS=""  # the pinned stack itself, in .venv: wh
 elif [ -f "candidates/$NAME.txt" ]; then PINS="candidates/$NAME.txt"
 elif [ -f "candidates/executorch-$NAME.txt" ]; then NAME="executorch-$NAME"; PINS="candidates/$NAME.txt"
 else
-  echo "candidate: no pin set $NAME: write candidates/$NAME.txt; there are: $(cd candidates && ls *.txt | sed 's/\.txt$//' | tr '\n' ' ')" >&2
+  known=(candidates/*.txt)
+  known=("${known[@]#candidates/}")
+  echo "candidate: no pin set $NAME: write candidates/$NAME.txt; there are: ${known[*]%.txt}" >&2
   exit 2
 fi
 ENVS=${VGF_CANDIDATE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/vgf-conformance}
@@ -75,5 +77,8 @@ if [ "$status" -gt 1 ] || [ ! -f "$OUT/report.json" ]; then
   exit "$((status > 1 ? status : 1))"
 fi
 "$ENV/bin/python" -m conformance.harness.compat stamp "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"
-sed -n '1,/^## Not passing/p' "$OUT/report.md" | head -n 80
+# The summary: report.md up to its "Not passing" section, at most 80 lines.
+# One awk that stops reading itself: a `sed | head` pipe would end in SIGPIPE
+# (exit 141 under pipefail) whenever the summary is longer.
+awk 'NR > 80 { exit } { print } /^## Not passing/ { exit }' "$OUT/report.md"
 echo "candidate: full report in $OUT/report.md, $OUT/report.json, $OUT/junit.xml"

@@ -20,7 +20,7 @@ missing_debs() {
   for p in "${DEB_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  echo "${missing[@]:-}"
+  echo "${missing[*]:-}"
 }
 
 install_debs() {
@@ -30,16 +30,16 @@ install_debs() {
     return
   fi
   local missing
-  missing=$(missing_debs)
-  [ -z "$missing" ] && return
+  read -r -a missing <<< "$(missing_debs)"
+  [ "${#missing[@]}" -eq 0 ] && return
   if [ "$(id -u)" != 0 ]; then
     echo "setup: not root; skipping Debian packages. Install them with:"
-    echo "  sudo apt-get update && sudo apt-get install -y $missing"
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}"
     return
   fi
-  echo "setup: installing Debian packages: $missing"
+  echo "setup: installing Debian packages: ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 find_python() {

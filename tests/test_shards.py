@@ -182,3 +182,15 @@ def test_the_first_case_of_a_worker_is_not_measured():
     assert durations.measured({"cases": [record]}) == {}
     record["run"]["first_on_worker"] = False
     assert durations.measured({"cases": [record]}) == {"a": 9.0}
+
+
+def test_the_durations_refresh_has_hysteresis_either_way():
+    """A runner on a CPU twice as slow (or fast) does not rewrite the file at
+    the nightly's tolerance (1.5: 2.5x); a case that became 3x slower does,
+    and so does a 3x faster one (the rule is the same either way)."""
+    from conformance.harness.durations import update
+
+    stored = {"a": 10.0, "b": 10.0, "c": 10.0, "d": 10.0}
+    new = {"a": 20.0, "b": 5.0, "c": 30.0, "d": 3.0, "e": 1.0}
+    assert update(stored, new, tolerance=1.5) == {"a": 10.0, "b": 10.0, "c": 30.0, "d": 3.0, "e": 1.0}
+    assert update(stored, new)["b"] == 5.0  # the default 20 %: halving is beyond it

@@ -19,9 +19,10 @@ Refresh it from one or more reports (shard reports, or the merged one)::
 
     python -m conformance.harness.durations update REPORT_DIR... [--out FILE]
 
-A unit's stored value changes only when the new measurement differs from it
-by more than ``--tolerance`` (20 % and 0.2 s by default), so the file only
-changes when the balance would.
+A unit's stored value changes only when the new measurement is more than
+``1 + --tolerance`` times it, or less than its ``1 / (1 + --tolerance)``, and
+0.2 s apart (20 % by default; the nightly uses 1.5, beyond the 2x spread
+between runner CPUs), so the file only changes when the balance would.
 """
 
 from __future__ import annotations
@@ -124,11 +125,15 @@ def measured(report: dict) -> dict[str, float]:
 def update(stored: dict[str, float], new: dict[str, float], tolerance: float = 0.2,
            floor: float = 0.2) -> dict[str, float]:
     """``stored`` updated with ``new``, keeping a stored value unless the new one
-    differs by more than ``tolerance`` (relative) and ``floor`` seconds."""
+    is more than ``1 + tolerance`` times it or less than ``1 / (1 + tolerance)``
+    of it (the same either way, so a value does not ratchet), and ``floor``
+    seconds apart. The nightly uses 1.5 (2.5x): beyond the 2x spread between
+    runner CPU models, so the file does not flip between nights."""
     result = dict(stored)
     for unit, seconds in new.items():
         old = stored.get(unit)
-        if old is None or (abs(seconds - old) > floor and abs(seconds - old) > tolerance * old):
+        ratio = max(seconds, old) / max(min(seconds, old), 1e-9) if old is not None else None
+        if old is None or (abs(seconds - old) > floor and ratio > 1 + tolerance):
             result[unit] = round(seconds, 2)
     return result
 
@@ -147,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("reports", type=Path, nargs="+", help="report directories (with report.json)")
     up.add_argument("--out", type=Path, default=DEFAULT_FILE, help="the durations file (default: the built-in one)")
     up.add_argument("--tolerance", type=float, default=0.2,
-                    help="keep a stored value unless the new one differs by more than this share (default 0.2)")
+                    help="keep a stored value unless the new one is more than 1+T times it or less than "
+                         "1/(1+T) of it (default 0.2)")
     up.add_argument("--drop-missing", action="store_true",
                     help="drop units the reports do not have (after a full run, to forget removed cases)")
     args = parser.parse_args(argv)

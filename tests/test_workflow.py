@@ -1,0 +1,155 @@
+"""The nightly works on GitHub as written: .github/workflows/*.yml validated
+offline with GitHub's workflow schema (check-jsonschema's bundled
+``vendor.github-workflows``) and actionlint with shellcheck; every shell
+script passes shellcheck; the project's own workflow rules (least privilege,
+timeouts, no expression interpolated into a script, each job set up as the
+README says); and scripts/candidate.sh runs to the end on a long summary."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+SCRIPTS = sorted((ROOT / "scripts").glob("*.sh")) + [ROOT / ".ci" / "run"]
+BIN = Path(sys.executable).parent  # the venv's console scripts (pinned in requirements.lock)
+
+
+def _tool(name: str) -> str:
+    path = BIN / name
+    assert path.exists(), f"{name} is not installed in {BIN}: scripts/setup.sh installs it (requirements.lock)"
+    return str(path)
+
+
+def schema_errors(workflow: Path) -> str:
+    """check-jsonschema's complaints about ``workflow`` ('' when it is valid)."""
+    done = subprocess.run([_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)],
+                          capture_output=True, text=True, timeout=120)
+    return "" if done.returncode == 0 else done.stdout + done.stderr
+
+
+def actionlint_errors(workflow: Path) -> str:
+    """actionlint's (with shellcheck's) complaints about ``workflow``."""
+    done = subprocess.run([_tool("actionlint"), "-shellcheck", _tool("shellcheck"), "-no-color", str(workflow)],
+                          capture_output=True, text=True, timeout=120)
+    return "" if done.returncode == 0 else done.stdout + done.stderr
+
+
+def test_there_is_a_workflow_and_scripts_to_check():
+    assert WORKFLOWS and all(s.exists() for s in SCRIPTS)
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_the_workflow_validates_against_githubs_schema_and_actionlint(workflow):
+    assert schema_errors(workflow) == ""
+    assert actionlint_errors(workflow) == ""
+
+
+def test_every_shell_script_passes_shellcheck():
+    done = subprocess.run([_tool("shellcheck"), *map(str, SCRIPTS)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _broken(tmp_path: Path, old: str, new: str) -> Path:
+    text = WORKFLOWS[0].read_text()
+    assert old in text, old
+    path = tmp_path / WORKFLOWS[0].name
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_the_validators_fail_on_a_broken_workflow(tmp_path):
+    """The faults of the workflow as it was: the compatibility step's
+    unquoted, unguarded baseline line; an expression in a script; a job
+    without runs-on; a misspelt key; a node20 action."""
+    unguarded = _broken(tmp_path, '          baseline=()\n          if [ -f reports/baseline/report.json ]; '
+                                  'then baseline=(--baseline reports/baseline); fi\n',
+                        '          baseline=$([ -f reports/baseline/report.json ] && echo "--baseline reports/baseline")\n')
+    unguarded.write_text(unguarded.read_text().replace('"${baseline[@]}"', "$baseline"))
+    assert "SC2086" in actionlint_errors(unguarded)
+    assert "runtime \"node20\" is deprecated" in actionlint_errors(
+        _broken(tmp_path, "actions/checkout@v6", "actions/checkout@v4"))
+    assert schema_errors(_broken(tmp_path, "    timeout-minutes: 30\n", "    timeout-minuets: 30\n"))
+    assert actionlint_errors(_broken(tmp_path, "    runs-on: ubuntu-24.04\n", ""))
+
+
+# ---------------------------------------------------------------------------
+# The project's own rules, beyond what the validators check
+# ---------------------------------------------------------------------------
+def workflow_problems(workflow: dict) -> list[str]:
+    """What breaks the project's rules for a workflow (parsed YAML)."""
+    problems = []
+    if workflow.get("permissions") != {"contents": "read"}:
+        problems.append("no least-privilege top-level permissions (contents: read)")
+    if "concurrency" not in workflow:
+        problems.append("no concurrency group")
+    for name, job in workflow["jobs"].items():
+        if "timeout-minutes" not in job:
+            problems.append(f"job {name}: no timeout-minutes")
+        steps = job.get("steps", [])
+        setup = next((i for i, s in enumerate(steps) if s.get("run", "").strip() == "scripts/setup.sh"), None)
+        for i, step in enumerate(steps):
+            script = step.get("run", "")
+            if "${{" in script:
+                problems.append(f"job {name}, step {step.get('name', i)}: an expression in a script "
+                                "(pass it through env)")
+            uses_venv = ".venv/bin/python" in script or "scripts/candidate.sh" in script
+            bare = re.search(r"(^|\s)python3?\s+-m\s", script)
+            if bare:
+                problems.append(f"job {name}, step {step.get('name', i)}: a bare `python -m` (the container's "
+                                "python has none of the stack; use .venv/bin/python after scripts/setup.sh)")
+            if uses_venv and "scripts/candidate.sh" not in script and (setup is None or setup > i):
+                problems.append(f"job {name}, step {step.get('name', i)}: .venv/bin/python before scripts/setup.sh")
+        if setup is not None and not any("actions/cache@" in s.get("uses", "") for s in steps[:setup]):
+            problems.append(f"job {name}: installs the stack without the pip cache keyed on the lock")
+    return problems
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_the_workflow_follows_the_projects_rules(workflow):
+    assert workflow_problems(yaml.safe_load(workflow.read_text())) == []
+
+
+def test_the_rules_catch_the_workflows_old_faults():
+    workflow = yaml.safe_load(WORKFLOWS[0].read_text())
+    del workflow["permissions"]
+    job = workflow["jobs"]["compatibility"]
+    del job["timeout-minutes"]
+    job["steps"] = [s for s in job["steps"] if s.get("run") != "scripts/setup.sh"]
+    workflow["jobs"]["candidates"]["steps"][-2]["run"] = 'scripts/candidate.sh ${{ matrix.candidate }} -k quick'
+    workflow["jobs"]["durations"]["steps"].append({"run": "python -m conformance.harness.durations update r"})
+    problems = "\n".join(workflow_problems(workflow))
+    for expected in ("least-privilege", "job compatibility: no timeout-minutes",
+                     "job compatibility, step The compatibility matrix (docs/compatibility.md, generated): "
+                     ".venv/bin/python before scripts/setup.sh",
+                     "an expression in a script", "a bare `python -m`"):
+        assert expected in problems, problems
+
+
+# ---------------------------------------------------------------------------
+# The upgrade command runs to the end
+# ---------------------------------------------------------------------------
+def test_candidate_runs_to_the_end_on_a_long_summary(tmp_path):
+    """scripts/candidate.sh on the quick tier (report.md is over 80 lines
+    before any "Not passing"): it prints the summary and exits 0, where a
+    `sed | head` pipe under pipefail used to end in SIGPIPE (141)."""
+    if not shutil.which("bash"):
+        pytest.fail("bash is needed to run scripts/candidate.sh")
+    out = tmp_path / "baseline"
+    env = {**os.environ, "VGF_CANDIDATE_REPORT": str(out), "CI": os.environ.get("CI", "false")}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run(["bash", "scripts/candidate.sh", "baseline", "-m", "quick", "-n", "2"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1200)
+    lines = (out / "report.md").read_text().splitlines()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert len(lines) > 80 and not any(line.startswith("## Not passing") for line in lines[:80])
+    assert "candidate: full report in" in done.stdout
+    assert "# VGF conformance report" in done.stdout
