@@ -59,7 +59,20 @@ DURATIONS_KEY = pytest.StashKey[durations.Durations]()
 # ---------------------------------------------------------------------------
 # Options, marks, parametrization
 # ---------------------------------------------------------------------------
+#: Options a team may set in its pytest configuration instead of on the
+#: command line (ini name -> option dest): paths, resolved against the
+#: configuration file's directory as pytest resolves ``testpaths`` (a path
+#: given on the command line is relative to the current directory).
+INI_PATHS = {"vgf_golden_dir": "vgf_golden_dir", "vgf_cases": "vgf_cases", "vgf_durations": "vgf_durations"}
+
+
 def pytest_addoption(parser):
+    parser.addini("vgf_golden_dir", type="paths", default=[],
+                  help="the golden directory (--vgf-golden-dir), relative to this configuration file")
+    parser.addini("vgf_cases", type="paths", default=[],
+                  help="case files (--vgf-cases), relative to this configuration file")
+    parser.addini("vgf_durations", type="paths", default=[],
+                  help="the durations file (--vgf-durations), relative to this configuration file")
     group = parser.getgroup("vgf-conformance")
     group.addoption("--vgf-cases", metavar="FILE", action="append", default=[],
                     help="run the op families this Python file declares (FAMILY or FAMILIES) "
@@ -88,7 +101,7 @@ def pytest_addoption(parser):
                     help="print a progress line every N cases (done of total, per tier, ETA) and "
                          "one at the end; 0: none (default: every tenth of the run, at least 10 "
                          "cases; none with -q)")
-    group.addoption("--vgf-require-vulkan", action="store_true",
+    group.addoption("--vgf-require-vulkan", action=argparse.BooleanOptionalAction,
                     default=os.environ.get("CI", "").lower() == "true",
                     help="fail (instead of skip) the Vulkan tests when the Vulkan stack is missing; "
                          "on by default where the environment says CI=true")
@@ -106,10 +119,26 @@ def pytest_addoption(parser):
                          "case alone)")
 
 
+def _ini_paths(config) -> None:
+    """The ini options of :data:`INI_PATHS` where the command line gives none."""
+    for ini, dest in INI_PATHS.items():
+        paths = [str(p) for p in config.getini(ini)]
+        if not paths or getattr(config.option, dest):
+            continue
+        if dest == "vgf_cases":
+            setattr(config.option, dest, paths)
+        elif len(paths) > 1:
+            raise pytest.UsageError(f"ini option {ini} takes one path, got {len(paths)}: {paths}")
+        else:
+            setattr(config.option, dest, paths[0])
+
+
 def pytest_configure(config):
+    _ini_paths(config)
     config.addinivalue_line("markers", "quick: the representative pull-request subset")
     config.addinivalue_line("markers", "vulkan: runs on the Vulkan stack (scenario runner, llvmpipe)")
-    config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
+    if not config.pluginmanager.hasplugin("xdist"):  # xdist registers it itself
+        config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     if hasattr(config, "workerinput"):
         config.pluginmanager.register(WorkerMemory(config), "vgf-worker-memory")
     else:  # the controller, or a run without xdist
