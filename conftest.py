@@ -1,5 +1,5 @@
 """Root conftest: quiets the stack's import-time logging. The suite's pytest
-plugin (options, marks, report) is loaded by ``-p conformance.harness.plugin``
+plugin (options, marks, report) is loaded by ``-p vgf_conformance.harness.plugin``
 in pyproject.toml here, and by its pytest11 entry point elsewhere."""
 
 import logging

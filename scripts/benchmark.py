@@ -21,7 +21,7 @@ of the suite, measured, as a Markdown table (target, measured, pass/fail).
 6. with ``--shards 2,4``: shards of the quick tier (``-m quick --vgf-shard
    I/N``; ``--shards-of full``: of the full matrix, as the nightly shards it)
    run one after the other, each with ``-n auto`` as a CI machine would:
-   their predicted seconds (conformance/durations.json) and measured wall
+   their predicted seconds (vgf_conformance/durations.json) and measured wall
    and test seconds, and the spread between the longest and shortest.
 
 Usage: .venv/bin/python scripts/benchmark.py [--quick] [--shards 2,4] [--shards-of quick|full]
@@ -60,7 +60,7 @@ class Run:
 
     def __init__(self, out: Path, extra: list[str], start: bool = True) -> None:
         self.report_dir, self.artifacts = out / "report", out / "artifacts"
-        self.cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider",
+        self.cmd = [PYTHON, "-m", "pytest", "vgf_conformance", "-q", "-p", "no:cacheprovider",
                     "--vgf-report", str(self.report_dir), "--vgf-artifacts", str(self.artifacts), *extra]
         out.mkdir(parents=True, exist_ok=True)
         self.log = out / "pytest.log"
@@ -132,9 +132,9 @@ def peak_memory(runs: list[Run]) -> tuple[float, float, str]:
 BARE = """
 import sys, time, json, tempfile
 from pathlib import Path
-from conformance.cases import CASES
+from vgf_conformance.cases import CASES
 from vgf_export import export_model
-from conformance.harness.plugin import tune_gc
+from vgf_conformance.harness.plugin import tune_gc
 tune_gc()  # as the suite's processes do after collection: like for like
 ids = json.loads(sys.argv[1])
 root = Path(tempfile.mkdtemp())
@@ -189,8 +189,8 @@ def shards(counts: list[int], out: Path, workers: str, select: list[str],
     after the other (each with ``-n workers``, as on its own CI machine), or
     side by side (each with one worker, so that all see the same load of a
     shared machine): predicted and measured."""
-    from conformance.cases import CASES
-    from conformance.harness import durations
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.harness import durations
 
     seconds = durations.load(None).restricted(CASES)
     rows = []

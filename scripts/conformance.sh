@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/python -m pytest -n auto conformance "$@"
+exec .venv/bin/python -m pytest -n auto vgf_conformance "$@"

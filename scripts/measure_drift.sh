@@ -10,7 +10,7 @@
 # torch's thread count per process). Default: every ISA at 2 threads, and the
 # default ISA at 1 and 4 threads, plus AVX2 at 1 (the stand-in runner of CI).
 # The table (docs/portability.md) is written to OUT_DIR/drift.md and
-# OUT_DIR/drift.json; conformance/goldens/compliance.py's BANDS must cover it.
+# OUT_DIR/drift.json; vgf_conformance/goldens/compliance.py's BANDS must cover it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/measure_drift.sh OUT_DIR [ISA:THREADS ...]}
@@ -44,11 +44,11 @@ for config in "${configs[@]}"; do
   pids=()
   for shard in 1/2 2/2; do
     env "${isa_env[@]}" OMP_NUM_THREADS="$threads" PATH="$PWD/.venv/bin:$PATH" \
-      .venv/bin/python -m conformance.goldens.drift export --out "$dir" --shard "$shard" \
+      .venv/bin/python -m vgf_conformance.goldens.drift export --out "$dir" --shard "$shard" \
       >"$dir.${shard%/*}.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   touch "$dir/.done"
 done
-.venv/bin/python -m conformance.goldens.drift table "${dirs[@]}" --json "$out/drift.json" --md "$out/drift.md"
+.venv/bin/python -m vgf_conformance.goldens.drift table "${dirs[@]}" --json "$out/drift.json" --md "$out/drift.md"

@@ -1,6 +1,6 @@
 """Where the export time goes: profile ``export_model`` on cases of the table.
 
-Exports each case in one process, the way ``conformance.harness.runner.run_case``
+Exports each case in one process, the way ``vgf_conformance.harness.runner.run_case``
 does (``case.model()``, ``case.make_inputs()``, ``case.export_kwargs()``), after
 one warm-up export so that imports and one-time costs show up apart. Prints
 
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     import torch  # noqa: F401
 
-    from conformance.cases import CASES
+    from vgf_conformance.cases import CASES
     import vgf_export  # noqa: F401
 
     import_seconds = time.perf_counter() - start
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"# export profile: {len(ids)} cases x {args.repeats} repeats, "
           f"pid {os.getpid()}, artifacts in {root}\n")
-    print(f"imports (torch, conformance.cases, vgf_export): {import_seconds:.2f} s")
+    print(f"imports (torch, vgf_conformance.cases, vgf_export): {import_seconds:.2f} s")
 
     warm_id = args.warmup or ids[0]
     warm_profile = cProfile.Profile() if args.profile_warmup else None

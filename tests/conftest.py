@@ -2,8 +2,8 @@
 
 import pytest
 
-from conformance.harness.skips import VULKAN_UNAVAILABLE
-from conformance.oracles import vulkan
+from vgf_conformance.harness.skips import VULKAN_UNAVAILABLE
+from vgf_conformance.oracles import vulkan
 
 pytest_plugins = ("pytester",)
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance.harness import batches
-from conformance.oracles.vulkan import VulkanCheck, VulkanRunError
+from vgf_conformance.harness import batches
+from vgf_conformance.oracles.vulkan import VulkanCheck, VulkanRunError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,16 +63,16 @@ def test_order_puts_each_batch_together_with_its_vulkan_tests_last():
 
 def test_collected_suite_runs_each_batch_vulkan_last():
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q", "-m", "quick",
+        [sys.executable, "-m", "pytest", "vgf_conformance", "--collect-only", "-q", "-m", "quick",
          "-p", "no:cacheprovider", "--vgf-vulkan-batch", "5"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     nodeids = [line for line in proc.stdout.splitlines() if "test_cases.py::" in line]
-    from conformance.cases import CASES
+    from vgf_conformance.cases import CASES
 
     quick = sorted(c for c, case in CASES.items() if case.quick)
     assert {n[n.index("[") + 1:n.rindex("]")] for n in nodeids} == set(quick)
-    from conformance.harness import durations
+    from vgf_conformance.harness import durations
 
     plan = batches.plan_batches(CASES, set(quick), 5, seconds=durations.load(None).restricted(CASES))
     positions = defaultdict(list)

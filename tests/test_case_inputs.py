@@ -14,19 +14,19 @@ import numpy
 import pytest
 import torch
 
-import conformance.cases.case as case_module
-import conformance.cases.family as family_module
-from conformance.cases import Case, Family, InputSpec, load_case_file
-from conformance.cases.case import EXPORT_KEYWORDS_SET_ELSEWHERE, EXPORT_OPTIONS, QUANT_CONFIGS
-from conformance.cases.tolerances import family_tolerance
+import vgf_conformance.cases.case as case_module
+import vgf_conformance.cases.family as family_module
+from vgf_conformance.cases import Case, Family, InputSpec, load_case_file
+from vgf_conformance.cases.case import EXPORT_KEYWORDS_SET_ELSEWHERE, EXPORT_OPTIONS, QUANT_CONFIGS
+from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_export import export_model
 
 SHAPE = (1, 3, 4, 6)
 
 CASE_FILE = textwrap.dedent('''
     """samples: a case file whose input is a sample tensor beside it."""
-    from conformance.cases import Case, Family, InputSpec
-    from conformance.cases.tolerances import family_tolerance
+    from vgf_conformance.cases import Case, Family, InputSpec
+    from vgf_conformance.cases.tolerances import family_tolerance
     from sample_models import Half  # a module beside the case file
 
     def _cases():

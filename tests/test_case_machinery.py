@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.cases import CASES, Expectation, STAGES
-from conformance.harness.plugin import _mark_expected_failures, case_params
-from conformance.harness.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
+from vgf_conformance.cases import CASES, Expectation, STAGES
+from vgf_conformance.harness.plugin import _mark_expected_failures, case_params
+from vgf_conformance.harness.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -152,9 +152,9 @@ def test_params_carry_the_batch_group_and_the_quick_mark():
 _GOLDEN = """
 import sys, tempfile
 from pathlib import Path
-from conformance.cases import CASES
-from conformance.goldens import serialize
-from conformance.harness.runner import run_case
+from vgf_conformance.cases import CASES
+from vgf_conformance.goldens import serialize
+from vgf_conformance.harness.runner import run_case
 print(serialize(run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp())).golden))
 """
 
@@ -175,7 +175,7 @@ def test_a_case_runs_on_a_fresh_stack_with_the_callers_context():
     import inspect
     import threading
 
-    from conformance.harness.runner import on_a_fresh_stack
+    from vgf_conformance.harness.runner import on_a_fresh_stack
 
     var = contextvars.ContextVar("var")
     var.set("the caller's")

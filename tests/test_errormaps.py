@@ -1,4 +1,4 @@
-"""Error maps (conformance/harness/errormaps.py): the layout, the sign and the
+"""Error maps (vgf_conformance/harness/errormaps.py): the layout, the sign and the
 scale of the error, the maps of a real case are of the data its check failed
 on, only cases that need maps get them, and a map that cannot be drawn never
 hides the failure it was drawn for."""
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import torch
 
-from conformance import test_cases as suite
-from conformance.cases import CASES
-from conformance.harness import errormaps
-from conformance.harness.errormaps import MAP_DIR, as_nchw, case_outputs, write_case_maps, write_maps
-from conformance.harness.plugin import REPORT_KEY
-from conformance.harness.runner import CaseFailure, run_case
-from conformance.oracles import lowered as lowered_module
-from conformance.oracles.compare import FLOAT_UNIT, compare
+from vgf_conformance import test_cases as suite
+from vgf_conformance.cases import CASES
+from vgf_conformance.harness import errormaps
+from vgf_conformance.harness.errormaps import MAP_DIR, as_nchw, case_outputs, write_case_maps, write_maps
+from vgf_conformance.harness.plugin import REPORT_KEY
+from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.oracles import lowered as lowered_module
+from vgf_conformance.oracles.compare import FLOAT_UNIT, compare
 
 CASE = "resize-bilinear-ac0-up2-int8io"
 
@@ -153,7 +153,7 @@ def test_a_large_output_is_pooled_without_losing_a_one_pixel_error(tmp_path):
 
 
 def test_explorer_findings_show_the_maps_their_draws_drew(tmp_path):
-    from conformance.explore.findings import write_findings
+    from vgf_conformance.explore.findings import write_findings
 
     artifacts = tmp_path / "artifacts" / "draw-00007" / "resize-x"
     (artifacts / MAP_DIR).mkdir(parents=True)
@@ -162,7 +162,7 @@ def test_explorer_findings_show_the_maps_their_draws_drew(tmp_path):
                "signature": "hang", "artifacts": str(artifacts), "tests": [], "code": ""}
     group = {"signature": "hang", "family": "resize", "draws": 1, "minimal_from": "smallest seen",
              "found_in": "explore", "first": outcome, "minimal": outcome}
-    summary = {"command": "python -m conformance.explore", "seed": 1, "budget_seconds": 1, "families": ["resize"],
+    summary = {"command": "python -m vgf_conformance.explore", "seed": 1, "budget_seconds": 1, "families": ["resize"],
                "workarounds_off": [], "vulkan": False, "pte": False, "cases": 1, "seconds": 1,
                "cases_per_minute": 1.0, "explore_cases": 1, "explore_cases_per_minute": 1.0, "phase_seconds": {},
                "shrink_cases": 0, "mean_case_seconds": 1, "child_starts": 1, "child_start_seconds": 1,

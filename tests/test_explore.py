@@ -1,7 +1,7 @@
-"""The explorer (``python -m conformance.explore``): its command line, its draw
+"""The explorer (``python -m vgf_conformance.explore``): its command line, its draw
 child (timeouts, crashes), grouping and shrinking, and end to end on the real
 export flow with planted faults (``VGF_EXPLORE_FAULT``, see
-conformance/explore/faults.py)."""
+vgf_conformance/explore/faults.py)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.explore import faults, sampling, space
-from conformance.explore.__main__ import main as explore_main
-from conformance.explore.__main__ import parse_budget
-from conformance.explore.explorer import Explorer, Options
-from conformance.explore.findings import case_entry, expectation
-from conformance.explore.signature import signature, size_bucket
-from conformance.explore.worker import DrawChild
+from vgf_conformance.explore import faults, sampling, space
+from vgf_conformance.explore.__main__ import main as explore_main
+from vgf_conformance.explore.__main__ import parse_budget
+from vgf_conformance.explore.explorer import Explorer, Options
+from vgf_conformance.explore.findings import case_entry, expectation
+from vgf_conformance.explore.signature import signature, size_bucket
+from vgf_conformance.explore.worker import DrawChild
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,8 +111,8 @@ def test_signatures_and_buckets():
 def test_a_draw_builds_the_table_case_with_the_same_parameters():
     """The explorer's builder call for a table case's parameters describes that
     case exactly (the explorer's ids add -noise for uniform-noise inputs)."""
-    from conformance.cases import CASES
-    from conformance.explore.evaluate import table_twin
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.explore.evaluate import table_twin
 
     params = {"mode": "bilinear-ac0", "spec": "factor", "in_hw": [10, 11], "factors": [[1, 3], [1, 3]],
               "recompute": False, "channels": 4, "batch": 1, "io": "int8", "kind": "image",
@@ -277,7 +277,7 @@ def test_the_same_seed_draws_the_same_cases(tmp_path):
 def _explore(tmp_path, fault: str, *args: str, timeout: float = 400) -> tuple[dict, str]:
     out = tmp_path / "out"
     env = dict(os.environ, **{faults.ENV: fault})
-    proc = subprocess.run([sys.executable, "-m", "conformance.explore", "--out", str(out), *args],
+    proc = subprocess.run([sys.executable, "-m", "vgf_conformance.explore", "--out", str(out), *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "findings.json").read_text()), proc.stderr
@@ -325,7 +325,7 @@ def test_a_draw_from_a_file_is_checked_never_evaluated(tmp_path):
     """A draw pasted from docs/explorer/*.md (any pull request can edit them):
     a parameter outside the strategy's domain is an error naming it, and no
     text reaches Python's eval."""
-    from conformance.explore import space
+    from vgf_conformance.explore import space
 
     draw = {"mode": "bilinear-ac0", "spec": "factor", "in_hw": [8, 8], "factors": [[2, 1], [2, 1]],
             "recompute": False, "channels": 4, "batch": 1, "io": "int8", "kind": "smooth",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import CASES, Case, Family, build_table, load_case_file
-from conformance.cases.tolerances import family_tolerance
+from vgf_conformance.cases import CASES, Case, Family, build_table, load_case_file
+from vgf_conformance.cases.tolerances import family_tolerance
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,9 +23,9 @@ TOY_FAMILY = textwrap.dedent('''
     import torch
     from torch import nn
 
-    from conformance.cases import Case, Family, InputSpec
-    from conformance.cases.tolerances import family_tolerance
-    from conformance.oracles.compare import Bound
+    from vgf_conformance.cases import Case, Family, InputSpec
+    from vgf_conformance.cases.tolerances import family_tolerance
+    from vgf_conformance.oracles.compare import Bound
 
 
     class AvgPool(nn.Module):
@@ -54,7 +54,7 @@ TOY_FAMILY = textwrap.dedent('''
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "CI": "true"}  # the Vulkan tier is required, as in CI
     return subprocess.run(
-        [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_cases.py"), "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", str(REPO / "vgf_conformance" / "test_cases.py"), "-p", "no:cacheprovider",
          "--vgf-cases", str(tmp_path / "toy_cases.py"), "--vgf-golden-dir", str(tmp_path / "golden"),
          "--vgf-report", str(tmp_path / "report"), "-q", *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
@@ -85,7 +85,7 @@ def test_a_family_in_one_file_runs_through_every_tier(tmp_path):
 
 def test_case_files_need_their_own_golden_directory(tmp_path):
     (tmp_path / "toy_cases.py").write_text(TOY_FAMILY)
-    proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_cases.py"),
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "vgf_conformance" / "test_cases.py"),
                            "-p", "no:cacheprovider", "--collect-only", "-q",
                            "--vgf-cases", str(tmp_path / "toy_cases.py")],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -120,11 +120,11 @@ def test_family_declarations_are_checked(tmp_path):
 def test_a_team_repository_runs_its_own_family_through_the_installed_plugin(tmp_path):
     """From a directory outside this repository, as a team would: the plugin
     comes from the installed package's pytest11 entry point, the tests from
-    ``--pyargs conformance.test_cases``, the cases and goldens from the team."""
+    ``--pyargs vgf_conformance.test_cases``, the cases and goldens from the team."""
     team = tmp_path / "team-repo"
     team.mkdir()
     (team / "toy_cases.py").write_text(TOY_FAMILY)
-    args = [sys.executable, "-m", "pytest", "--pyargs", "conformance.test_cases", "-p", "no:cacheprovider", "-q",
+    args = [sys.executable, "-m", "pytest", "--pyargs", "vgf_conformance.test_cases", "-p", "no:cacheprovider", "-q",
             "--vgf-cases", "toy_cases.py", "--vgf-golden-dir", "golden", "-k", "avgpool-k2"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     first = subprocess.run([*args, "--snapshot-update"], cwd=team, env=env, capture_output=True, text=True,

@@ -16,11 +16,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance.oracles import lowered as lowered_module
-from conformance import test_cases as suite
-from conformance.cases import CASES
-from conformance.harness.runner import CaseFailure, run_case
-from conformance.oracles.vulkan import check_case
+from vgf_conformance.oracles import lowered as lowered_module
+from vgf_conformance import test_cases as suite
+from vgf_conformance.cases import CASES
+from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.oracles.vulkan import check_case
 from vgf_export import snorm_qspec
 from vgf_export.partitioner import VgfPartitionerWrapper
 from vgf_export.quantizer import VgfQuantizerWrapper
@@ -203,8 +203,8 @@ def test_a_float_vulkan_tensor_is_held_to_its_own_bound(tmp_path):
 
 @pytest.mark.parametrize("field", ["max_lsb", "outliers"])
 def test_an_outlier_allowance_caps_the_size_of_outliers(field):
-    from conformance.oracles.compare import compare
-    from conformance.oracles.compare import Bound
+    from vgf_conformance.oracles.compare import compare
+    from vgf_conformance.oracles.compare import Bound
     import torch
 
     expected = torch.zeros(100)
@@ -234,7 +234,7 @@ def test_a_tosa_version_change_fails_the_golden_and_names_the_section(tmp_path, 
     the same, the golden's tosa section says which version changed."""
     import json
 
-    from conformance.goldens import golden_path, tosa_reader
+    from vgf_conformance.goldens import golden_path, tosa_reader
 
     case_id = "resize-bilinear-ac0-up2-int8io"
     real = tosa_reader.summarize_tosa
@@ -261,7 +261,7 @@ def test_16bit_activations_that_fall_back_to_8_bits_fail_the_a16w8_bounds(tmp_pa
     while the IO stays int16), the a16w8 family's 16-bit bounds catch it."""
     from executorch.backends.arm.quantizer import get_symmetric_quantization_config
 
-    from conformance.cases import case as case_module
+    from vgf_conformance.cases import case as case_module
 
     case_id = "a16w8-resize-bilinear-ac0-up2-int16io"
     monkeypatch.setitem(case_module.QUANT_CONFIGS, "a16w8", (get_symmetric_quantization_config, "int16"))

@@ -21,9 +21,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.goldens.stale import golden_files, stale_goldens
-from conformance.goldens.store import BUILTIN_GOLDEN_DIR
-from conformance.harness import golden_keeper, plugin
+from vgf_conformance.goldens.stale import golden_files, stale_goldens
+from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
+from vgf_conformance.harness import golden_keeper, plugin
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "team-repo"
@@ -42,7 +42,7 @@ class Branchy(torch.nn.Module):
         return x
 
 
-from conformance.cases import Expectation  # noqa: E402
+from vgf_conformance.cases import Expectation  # noqa: E402
 
 _EXTRA = [
     Case(id="branchy-fails", family="team", model=Branchy, inputs=(InputSpec("smooth", (1, 4, 8, 8)),),
@@ -145,8 +145,8 @@ def _config(args=(), **options):
 
 
 def test_a_full_run_is_one_that_selects_everything():
-    assert golden_keeper.is_full_run(_config(["tests", "conformance"]))
-    assert not golden_keeper.is_full_run(_config(["conformance/test_cases.py::test_golden[a]"]))
+    assert golden_keeper.is_full_run(_config(["tests", "vgf_conformance"]))
+    assert not golden_keeper.is_full_run(_config(["vgf_conformance/test_cases.py::test_golden[a]"]))
     assert not golden_keeper.is_full_run(_config(**{"--vgf-case": ["a"]}))
     assert not golden_keeper.is_full_run(_config(**{"--vgf-shard": "1/2"}))
     filtered = _config()
@@ -157,7 +157,7 @@ def test_a_full_run_is_one_that_selects_everything():
 def test_the_accept_command_selects_exactly_one_case():
     """``-k resize-nearest-up2-int16io`` also selected a16w8-resize-nearest-up2-int16io;
     ``--vgf-case`` takes the exact id."""
-    from conformance.cases import CASES
+    from vgf_conformance.cases import CASES
 
     target = "resize-nearest-up2-int16io"
     assert f"a16w8-{target}" in CASES  # the look-alike exists
@@ -236,7 +236,7 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
     assert not (shard / "report.json").exists() and "warp-rgba-border-int8io" not in logged
     missing = sorted(set(json.loads((shard / "planned.json").read_text())) - logged)
     merged = tmp_path / "merged"
-    done = subprocess.run([sys.executable, "-m", "conformance.harness.report", "merge", str(merged), str(shard)],
+    done = subprocess.run([sys.executable, "-m", "vgf_conformance.harness.report", "merge", str(merged), str(shard)],
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"partial shard {shard}" in done.stdout and "warp-rgba-border-int8io" in done.stdout, done.stdout
@@ -249,7 +249,7 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
 def test_paths_read_from_a_report_stay_inside_its_folder(tmp_path):
     """A report is data: an id ``../../x`` with a map file ``/etc/hostname``
     copied that file outside the report folder."""
-    from conformance.harness.html import copy_maps
+    from vgf_conformance.harness.html import copy_maps
 
     secret = tmp_path / "secret.png"
     secret.write_bytes(b"not yours")

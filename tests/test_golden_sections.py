@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.goldens import (
+from vgf_conformance.goldens import (
     GOLDEN_DIR,
     SECTIONS,
     Section,

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.goldens import changed_sections, serialize
-from conformance.text import round_floats
+from vgf_conformance.goldens import changed_sections, serialize
+from vgf_conformance.text import round_floats
 
 REPO = Path(__file__).resolve().parent.parent
 
 SUITE = """
 import json, os, pytest
-from conformance.goldens import GoldenExtension
+from vgf_conformance.goldens import GoldenExtension
 
 DATA = json.loads(open(os.environ["GOLDEN_TEST_DATA"]).read())
 

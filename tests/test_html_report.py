@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.harness.html import golden_diff, render_html, write_html
-from conformance.harness.report import CaseRecord, build_report, write_report
+from vgf_conformance.harness.html import golden_diff, render_html, write_html
+from vgf_conformance.harness.report import CaseRecord, build_report, write_report
 
 #: One worker runs the module (under --dist loadgroup): the planted-fault run is made once.
 pytestmark = pytest.mark.xdist_group("html-report")
@@ -35,7 +35,7 @@ MAP = "output0-c0-3.png"
 FAULT = '''
 import dataclasses
 import numpy as np
-from conformance.oracles import lowered
+from vgf_conformance.oracles import lowered
 
 _real = lowered.run_tosa_in_child_ex
 
@@ -61,7 +61,7 @@ def faulty_run(tmp_path_factory) -> Path:
     (root / "planted_fault.py").write_text(FAULT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_cases.py"), "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", str(REPO / "vgf_conformance" / "test_cases.py"), "-p", "no:cacheprovider",
          "-p", "planted_fault", "-n", "0", "-m", "not vulkan", "-k", CASE, "-q",
          "--vgf-report", str(root / "report"), "--vgf-artifacts", str(root / "artifacts")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
@@ -107,7 +107,7 @@ def test_merged_shards_keep_their_maps(faulty_run, tmp_path):
     for case in report["cases"]:
         case["run"]["artifacts"] = "/elsewhere"  # the shard job's machine
     (shard / "report.json").write_text(json.dumps(report))
-    from conformance.harness.report import main
+    from vgf_conformance.harness.report import main
 
     assert main(["merge", str(tmp_path / "merged"), str(shard)]) == 0
     assert (tmp_path / "merged" / "maps" / CASE / MAP).is_file()
@@ -135,7 +135,7 @@ def test_a_report_diff_renders_as_the_new_page_with_the_changes_on_top(tmp_path)
                                "c-2": {"family": "resize", "tests": {"test_export": "passed"}}}), old)
     write_report(build_report({"c-1": {"family": "resize", "tests": {"test_export": "failed"}},
                                "c-2": {"family": "resize", "tests": {"test_export": "passed"}}}), new)
-    from conformance.harness.html import main
+    from vgf_conformance.harness.html import main
 
     assert main([str(new), "--diff", str(old)]) == 0
     page = (new / "diff.html").read_text()

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from conformance import test_cases as suite
-from conformance.cases import CASES
-from conformance.cases.family import FAMILIES
-from conformance.cases.tolerances import MODEL_BOUNDS, TRAITS, resolve
-from conformance.harness.report import render_markdown
-from conformance.harness.runner import CaseFailure, run_case
-from conformance.oracles import lowered as lowered_module
-from conformance.oracles.compare import Bound, compare
+from vgf_conformance import test_cases as suite
+from vgf_conformance.cases import CASES
+from vgf_conformance.cases.family import FAMILIES
+from vgf_conformance.cases.tolerances import MODEL_BOUNDS, TRAITS, resolve
+from vgf_conformance.harness.report import render_markdown
+from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.oracles import lowered as lowered_module
+from vgf_conformance.oracles.compare import Bound, compare
 
 CASE = "model-superres-x2-32x48-int8io"  # the cheapest model with a VGF delegate (about 4 s)
 NUMERICS = (suite.test_numerics_vs_fake_quant, suite.test_numerics_vs_float_dq, suite.test_numerics_vs_float)
@@ -95,7 +95,7 @@ def test_a_case_may_have_only_one_trait_that_states_bounds():
 
 
 def test_a_loosening_trait_lowers_an_snr_floor_only_downwards(monkeypatch):
-    from conformance.cases.tolerances import Trait
+    from vgf_conformance.cases.tolerances import Trait
 
     floor = TRAITS["model-unet"].states["vs_float"]["min_snr_db"]
     monkeypatch.setitem(TRAITS, "lower", Trait("test", loosen={"vs_float": dict(min_snr_db=floor - 5)}))

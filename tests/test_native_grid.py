@@ -1,4 +1,4 @@
-"""The upstream grid-sampler comparison (``python -m conformance.native``).
+"""The upstream grid-sampler comparison (``python -m vgf_conformance.native``).
 
 One case through both paths (one export each, shared), its upstream program
 run on Vulkan, and planted faults the comparison must report: Vulkan outputs
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.native import report
-from conformance.native.report import Outcome, Verdict, classify, summarize
+from vgf_conformance.native import report
+from vgf_conformance.native.report import Outcome, Verdict, classify, summarize
 
 CASE = "grid-rgba-bilinear-zeros-ac0-rotation-int8io"
 
@@ -78,7 +78,7 @@ def test_glslc_dependence_and_failures():
 def test_export_option_is_checked():
     import torch
 
-    from conformance.cases.models import GridSample
+    from vgf_conformance.cases.models import GridSample
     from vgf_export import export_model
 
     with pytest.raises(ValueError, match="grid_sampler_lowering must be one of"):
@@ -87,7 +87,7 @@ def test_export_option_is_checked():
 
 
 def test_cli_refuses_existing_results_and_unknown_cases(tmp_path, capsys):
-    from conformance.native.__main__ import main
+    from vgf_conformance.native.__main__ import main
 
     (tmp_path / "results.json").write_text("{}")
     with pytest.raises(SystemExit):
@@ -103,10 +103,10 @@ def test_cli_refuses_existing_results_and_unknown_cases(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     pytest.importorskip("executorch")
-    from conformance.cases import CASES
-    from conformance.native import evaluate
-    from conformance.harness.skips import VULKAN_UNAVAILABLE
-    from conformance.oracles.vulkan import VulkanUnavailable, vulkan_stack
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.native import evaluate
+    from vgf_conformance.harness.skips import VULKAN_UNAVAILABLE
+    from vgf_conformance.oracles.vulkan import VulkanUnavailable, vulkan_stack
 
     try:
         vulkan_stack()
@@ -121,8 +121,8 @@ def exports(tmp_path_factory):
 
 
 def _run(exports, name, monkeypatch=None, fault=None):
-    from conformance.native import evaluate
-    from conformance.oracles.numerics import measure
+    from vgf_conformance.native import evaluate
+    from vgf_conformance.oracles.numerics import measure
 
     case, project, upstream, root = exports
     if fault is not None:
@@ -181,7 +181,7 @@ def test_fault_a_second_run_that_differs_is_unstable(exports, monkeypatch):
 
 
 # ---------------------------------------------------------------------------
-# The ledger check of grid-sampler-routing (conformance/test_workarounds.py)
+# The ledger check of grid-sampler-routing (vgf_conformance/test_workarounds.py)
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("upstream_is_fine", [False, True])
 def test_routing_check_fails_when_the_upstream_path_catches_up(upstream_is_fine, monkeypatch, tmp_path):
@@ -190,8 +190,8 @@ def test_routing_check_fails_when_the_upstream_path_catches_up(upstream_is_fine,
     import json
     import types
 
-    from conformance import test_workarounds
-    from conformance.native import __main__ as cli
+    from vgf_conformance import test_workarounds
+    from vgf_conformance.native import __main__ as cli
 
     def fake_main(argv):
         out = __import__("pathlib").Path(argv[argv.index("--out") + 1])

@@ -8,13 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conformance.oracles.grid_sampler_reference import grid_sample, run_payload
-from conformance.cases.models import GridSample, Resize
-from conformance.oracles.compare import BIAS_MIN_ELEMENTS, Bound, compare
-from conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
-from conformance.oracles.numerics import codes_outside_range
-from conformance.cases import FAMILIES
-from conformance.oracles.tosa_reference import run_tosa_in_child_ex
+from vgf_conformance.oracles.grid_sampler_reference import grid_sample, run_payload
+from vgf_conformance.cases.models import GridSample, Resize
+from vgf_conformance.oracles.compare import BIAS_MIN_ELEMENTS, Bound, compare
+from vgf_conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
+from vgf_conformance.oracles.numerics import codes_outside_range
+from vgf_conformance.cases import FAMILIES
+from vgf_conformance.oracles.tosa_reference import run_tosa_in_child_ex
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import GridSamplerPayload
 
@@ -196,7 +196,7 @@ def test_the_grid_reference_reads_the_lowest_snorm16_code_as_minus_one():
     """A RESCALE before the sampler saturates at -32768 (below the SNORM16
     qspec's -32767); an SNORM texel reads it as -1.0, and so must the
     reference (else nearest at the -0.5 pixel tie picks the zero padding)."""
-    from conformance.oracles.grid_sampler_reference import dequantize
+    from vgf_conformance.oracles.grid_sampler_reference import dequantize
     from vgf_export.grid_sampler_backend import QuantParams
 
     snorm16 = QuantParams(scale=1 / 32767, zero_point=0, quant_min=-32767, quant_max=32767)

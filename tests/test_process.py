@@ -1,4 +1,4 @@
-"""Child processes are killed with their children (conformance/process.py):
+"""Child processes are killed with their children (vgf_conformance/process.py):
 ``subprocess.run(timeout=...)`` killed the child alone and left a grandchild
 (the TOSA reference model under the .pte child, say) running."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conformance import process
+from vgf_conformance import process
 
 SPAWNS = """
 import subprocess, sys, time

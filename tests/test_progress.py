@@ -4,15 +4,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.harness import plugin
-from conformance.harness.report import build_report, merge_reports, render_markdown
+from vgf_conformance.harness import plugin
+from vgf_conformance.harness.report import build_report, merge_reports, render_markdown
 
 TESTS = ("test_export", "test_golden", "test_numerics_vs_float", "test_numerics_vs_fake_quant", "test_vulkan")
-OTHER = "conformance/test_workarounds.py::test_workaround_still_needed[resize-split]"
+OTHER = "vgf_conformance/test_workarounds.py::test_workaround_still_needed[resize-split]"
 
 
 def _nodeids(cases):
-    ids = [f"conformance/test_cases.py::{t}[{c}]@full-batch01" for c in cases for t in TESTS]
+    ids = [f"vgf_conformance/test_cases.py::{t}[{c}]@full-batch01" for c in cases for t in TESTS]
     return ids + [OTHER]
 
 
@@ -56,7 +56,7 @@ def test_a_test_reported_twice_or_unknown_does_not_count():
     progress = plugin.Progress(every=1)
     ids = _nodeids(["a", "b"])
     progress.collected(ids, lambda unit: 1.0)
-    assert progress.finished("conformance/test_cases.py::test_export[zzz]@x") is None
+    assert progress.finished("vgf_conformance/test_cases.py::test_export[zzz]@x") is None
     for nodeid in ids[:5]:
         progress.finished(nodeid)
         progress.finished(nodeid)
@@ -138,11 +138,11 @@ def test_the_report_marks_the_first_case_of_each_worker():
 
 
 @pytest.mark.parametrize("nodeid, case", [
-    ("conformance/test_cases.py::test_export[resize-a]", "resize-a"),
-    ("conformance/test_cases.py::test_export[resize-a]@full-batch01", "resize-a"),  # xdist loadgroup
+    ("vgf_conformance/test_cases.py::test_export[resize-a]", "resize-a"),
+    ("vgf_conformance/test_cases.py::test_export[resize-a]@full-batch01", "resize-a"),  # xdist loadgroup
     ("::test_golden[thumb-x2]", "thumb-x2"),  # a team repository's run: --pyargs, outside the rootdir
     ("../venv/lib/python3.11/site-packages/conformance/test_cases.py::test_pte[c]", "c"),
-    ("conformance/test_workarounds.py::test_workaround_still_needed[resize-split]", None),
+    ("vgf_conformance/test_workarounds.py::test_workaround_still_needed[resize-split]", None),
     ("tests/test_report.py::test_x", None),
     ("::test_golden", None),
 ])

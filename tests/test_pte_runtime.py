@@ -1,4 +1,4 @@
-"""conformance.oracles.pte: the shipped program.pte through ExecuTorch's runtime."""
+"""vgf_conformance.oracles.pte: the shipped program.pte through ExecuTorch's runtime."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.cases import CASES
-from conformance.oracles.lowered import quantize_inputs
-from conformance.oracles.pte import (
+from vgf_conformance.cases import CASES
+from vgf_conformance.oracles.lowered import quantize_inputs
+from vgf_conformance.oracles.pte import (
     PteMeta,
     PteRuntimeError,
     execute_program,
     load_pte_meta,
     run_cpu_program,
 )
-from conformance.oracles.pte import reader, runtime
-from conformance.oracles.pte.execute import output_differences
-from conformance.harness.runner import run_case
+from vgf_conformance.oracles.pte import reader, runtime
+from vgf_conformance.oracles.pte.execute import output_differences
+from vgf_conformance.harness.runner import run_case
 from vgf_export.export import TOSA_SPEC
 
 #: Stays on the CPU (the VGF partitioner refuses a 1/16 nearest downscale).

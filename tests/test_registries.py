@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conformance import test_cases as suite
-from conformance.cases import CASES, Expectation
-from conformance.harness import report, runner
-from conformance.harness.runner import CaseFailure, run_case
-from conformance.oracles.compare import Bound
-from conformance.oracles.references import ORACLES, Oracle, float_model
+from vgf_conformance import test_cases as suite
+from vgf_conformance.cases import CASES, Expectation
+from vgf_conformance.harness import report, runner
+from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.oracles.compare import Bound
+from vgf_conformance.oracles.references import ORACLES, Oracle, float_model
 
 
 def _request():

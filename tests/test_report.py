@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.goldens import describe_changes, serialize
-from conformance.harness.report import build_report, main, merge_reports, render_markdown
+from vgf_conformance.goldens import describe_changes, serialize
+from vgf_conformance.harness.report import build_report, main, merge_reports, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -70,7 +70,7 @@ def test_describe_changes_groups_well():
 
 
 def _collected(*args):
-    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "vgf_conformance", "--collect-only", "-q",
                            "-p", "no:cacheprovider", *args],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     return {line.split("[", 1)[1].split("]")[0] for line in proc.stdout.splitlines() if "::test_" in line and "[" in line}, proc
@@ -89,7 +89,7 @@ def test_shards_are_disjoint_cover_everything_and_keep_cases_whole():
 def test_export_warnings_are_deduplicated_without_machine_paths():
     import warnings
 
-    from conformance.harness.runner import _distinct_warnings
+    from vgf_conformance.harness.runner import _distinct_warnings
 
     def warning(message, filename):
         return warnings.WarningMessage(ResourceWarning(message), ResourceWarning, filename, 400)
@@ -104,7 +104,7 @@ def test_export_warnings_are_deduplicated_without_machine_paths():
 def test_the_report_is_written_without_torch(tmp_path):
     """The xdist controller writes the report at the end of a run and runs no
     case: importing torch there (seconds) would only lengthen every run."""
-    from conformance.cases import CASES
+    from vgf_conformance.cases import CASES
 
     case = CASES["resize-bilinear-ac0-up2-int8io"]
     tolerance = case.get_tolerance(0)
@@ -116,8 +116,8 @@ def test_the_report_is_written_without_torch(tmp_path):
     script = f"""
 import json, sys
 from pathlib import Path
-from conformance.harness.plugin import CaseReport
-from conformance.harness.report import build_report, write_report
+from vgf_conformance.harness.plugin import CaseReport
+from vgf_conformance.harness.report import build_report, write_report
 out = Path({str(tmp_path)!r})
 write_report(build_report(json.loads((out / "record.json").read_text()), {{}}), out)
 heavy = sorted(m for m in ("torch", "executorch", "vgf_export") if m in sys.modules)

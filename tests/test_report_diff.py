@@ -1,4 +1,4 @@
-"""``python -m conformance.report diff``: what changed between two reports.
+"""``python -m vgf_conformance.report diff``: what changed between two reports.
 
 Small synthetic reports, each change of one kind at a time, so each check is
 shown to see the change it exists for (and to stay quiet without it); bad
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.harness import diff
-from conformance.harness.report import build_report
-from conformance.report import main
+from vgf_conformance.harness import diff
+from vgf_conformance.harness.report import build_report
+from vgf_conformance.report import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -174,7 +174,7 @@ def test_bad_input_is_named(tmp_path, capsys, content, expected):
         main(["diff", str(path), str(good)])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("python -m conformance.report diff: error: ")
+    assert err.startswith("python -m vgf_conformance.report diff: error: ")
     assert re.search(expected, err), err
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -186,7 +186,7 @@ def test_bad_input_is_named(tmp_path, capsys, content, expected):
 def test_the_command_line_runs_as_a_module(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "report.json").write_text(json.dumps(_base()))
-    done = subprocess.run([sys.executable, "-m", "conformance.report", "diff", str(tmp_path / "a"), str(tmp_path / "a")],
+    done = subprocess.run([sys.executable, "-m", "vgf_conformance.report", "diff", str(tmp_path / "a"), str(tmp_path / "a")],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "3 cases in both: **0 changed**" in done.stdout
@@ -195,14 +195,14 @@ def test_the_command_line_runs_as_a_module(tmp_path):
 def test_diff_and_compat_need_only_the_standard_library():
     """The nightly's diff and matrix jobs run without the stack: importing the
     commands with site-packages off (-S) must work."""
-    done = subprocess.run([sys.executable, "-S", "-c", "import conformance.report"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-S", "-c", "import vgf_conformance.report"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 
 def test_merge_is_forwarded_to_the_harness_command(monkeypatch):
     seen = []
-    monkeypatch.setattr("conformance.harness.report.main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setattr("vgf_conformance.harness.report.main", lambda argv: seen.append(argv) or 0)
     assert main(["merge", "out", "shard-1", "shard-2"]) == 0
     assert seen == [["merge", "out", "shard-1", "shard-2"]]
 
@@ -218,7 +218,7 @@ def test_a_diff_between_machines_counts_no_machine_noise_as_a_change():
     """Runs on different ISAs or thread counts: a worst error moving within the
     measured cross-machine band (compliance.BANDS) is no change, and the
     diff says where each ran; on the same machine the same move is one."""
-    from conformance.goldens.compliance import BANDS
+    from vgf_conformance.goldens.compliance import BANDS
 
     band = max(diff.NUMERICS_EPSILON, BANDS["max_lsb"].limit)  # 0 measured: the rounding epsilon
     old = _on(_base(), "AVX512_CORE", 2)
@@ -236,8 +236,8 @@ def test_a_diff_between_machines_counts_no_machine_noise_as_a_change():
 
 
 def test_the_report_says_where_it_ran():
-    from conformance.harness import machine
-    from conformance.harness.report import render_markdown
+    from vgf_conformance.harness import machine
+    from vgf_conformance.harness.report import render_markdown
 
     avx512 = {"sse4_1", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"}
     assert machine.onednn_isa(avx512, None) == "AVX512_CORE"

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from conformance.cases.families import resize
+from vgf_conformance.cases.families import resize
 
 SHAPES = [((3, 3), (1, 1)), ((31, 31), (1, 1)), ((17, 17), (1, 1)), ((16, 16), (1, 1)), ((62, 13), (4, 1)),
           ((64, 80), (4, 5)), ((9, 31), (18, 62)), ((37, 53), (5, 7)), ((256, 256), (16, 16)), ((1, 1), (5, 7)),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.harness import batches, durations
+from vgf_conformance.harness import batches, durations
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -49,10 +49,10 @@ def test_long_tests_that_are_not_per_case_are_dealt_with_the_cases_not_on_top(co
     together with the cases, longest first: dealt on top of shards already
     even, 4 full-matrix shards were 18 % apart (scripts/benchmark.py
     --shards-of full)."""
-    from conformance.harness import plan
+    from vgf_conformance.harness import plan
 
     cases, quick = _table()
-    others = {"conformance/test_workarounds.py::test_slow": 60.0, "conformance/test_workarounds.py::test_b": 40.0}
+    others = {"vgf_conformance/test_workarounds.py::test_slow": 60.0, "vgf_conformance/test_workarounds.py::test_b": 40.0}
     known = durations.Durations({**cases, **others})
     assignment, loads = plan.shard_assignment(cases, count, quick, known)
     assert set(others) <= set(assignment) and _spread(loads) < 0.10, loads
@@ -88,10 +88,10 @@ def test_shards_cover_the_table_once():
 def test_the_repository_durations_balance_the_built_in_table():
     """The durations file kept in the repository: predicted shard seconds of
     the current table within 10 % for 2 and 4 shards."""
-    from conformance.cases import CASES
+    from vgf_conformance.cases import CASES
 
     seconds = durations.load(None).restricted(CASES)
-    assert len(seconds.seconds) > len(CASES) // 2, "conformance/durations.json misses most cases: refresh it"
+    assert len(seconds.seconds) > len(CASES) // 2, "vgf_conformance/durations.json misses most cases: refresh it"
     quick = {c for c, case in CASES.items() if case.quick}
     for count in (2, 4):
         _, loads = batches.shard_assignment(CASES, count, quick, seconds)
@@ -121,14 +121,14 @@ def _item(name, case=None, nodeid=None):
 
     callspec = SimpleNamespace(params={"case_run": case}) if case else None
     return SimpleNamespace(originalname=name, callspec=callspec, name=f"{name}[{case}]",
-                           nodeid=nodeid or f"conformance/test_cases.py::{name}[{case}]")
+                           nodeid=nodeid or f"vgf_conformance/test_cases.py::{name}[{case}]")
 
 
 def test_order_puts_the_longest_work_first():
     plan = {"a": "b1", "b": "b2", "c": "b2"}
-    seconds = {"a": 5.0, "b": 1.0, "c": 1.0, "conformance/test_x.py::test_long": 9.0}.get
+    seconds = {"a": 5.0, "b": 1.0, "c": 1.0, "vgf_conformance/test_x.py::test_long": 9.0}.get
     items = [_item("test_export", c) for c in "abc"] + [_item("test_vulkan", c) for c in "abc"]
-    items.append(_item("test_long", nodeid="conformance/test_x.py::test_long"))
+    items.append(_item("test_long", nodeid="vgf_conformance/test_x.py::test_long"))
     order = [item.name for item in batches.order_items(items, plan, seconds)]
     assert order == ["test_long[None]", "test_export[a]", "test_vulkan[a]",
                      "test_export[b]", "test_export[c]", "test_vulkan[b]", "test_vulkan[c]"]
@@ -147,14 +147,14 @@ def test_update_command_counts_a_vulkan_share_and_keeps_small_changes(tmp_path):
     one = _report(tmp_path, "one", {
         "a": ({"test_export": 2.0, "test_pte": 0.5, "test_vulkan": 3.0}, {"vulkan": 0.25}),
         "b": ({"test_export": 1.0}, {}),
-    }, other={"conformance/test_workarounds.py::test_w": 30.0})
+    }, other={"vgf_conformance/test_workarounds.py::test_w": 30.0})
     out = tmp_path / "durations.json"
-    command = [sys.executable, "-m", "conformance.harness.durations", "update", str(one), "--out", str(out)]
+    command = [sys.executable, "-m", "vgf_conformance.harness.durations", "update", str(one), "--out", str(out)]
     proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     stored = json.loads(out.read_text())["seconds"]
     # a: its tests, with the Vulkan test counted as its share of the batch's runner.
-    assert stored == {"a": 2.75, "b": 1.0, "conformance/test_workarounds.py::test_w": 30.0}
+    assert stored == {"a": 2.75, "b": 1.0, "vgf_conformance/test_workarounds.py::test_w": 30.0}
     two = _report(tmp_path, "two", {"a": ({"test_export": 2.9}, {}), "b": ({"test_export": 2.0}, {})})
     subprocess.run([*command[:4], str(two), "--out", str(out)], cwd=REPO, check=True, capture_output=True)
     stored = json.loads(out.read_text())["seconds"]
@@ -169,7 +169,7 @@ def test_a_bad_durations_file_is_a_usage_error(tmp_path):
         durations.load(bad)
     with pytest.raises(ValueError, match="--vgf-durations: no such file"):
         durations.load(tmp_path / "missing.json")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "vgf_conformance", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "--vgf-durations", str(bad)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0 and "is not a durations file" in proc.stderr
@@ -188,7 +188,7 @@ def test_the_durations_refresh_has_hysteresis_either_way():
     """A runner on a CPU twice as slow (or fast) does not rewrite the file at
     the nightly's tolerance (1.5: 2.5x); a case that became 3x slower does,
     and so does a 3x faster one (the rule is the same either way)."""
-    from conformance.harness.durations import update
+    from vgf_conformance.harness.durations import update
 
     stored = {"a": 10.0, "b": 10.0, "c": 10.0, "d": 10.0}
     new = {"a": 20.0, "b": 5.0, "c": 30.0, "d": 3.0, "e": 1.0}

@@ -1,4 +1,4 @@
-"""Skips say so (conformance/harness/skips.py): counted by reason in the summary
+"""Skips say so (vgf_conformance/harness/skips.py): counted by reason in the summary
 and the report; a Vulkan tier that cannot run is a finding; an undeclared
 skip fails a strict (CI) run."""
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.harness import report, skips
+from vgf_conformance.harness import report, skips
 
 
 def _skipped(message: str, xfail: bool = False):

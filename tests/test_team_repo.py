@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.harness.plugin import _case_id
+from vgf_conformance.harness.plugin import _case_id
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "team-repo"
@@ -108,7 +108,7 @@ def _wheel(tmp_path: Path, pyproject: str) -> zipfile.ZipFile:
     """The wheel of this package's sources (copied, so the build leaves
     nothing in the repository) with ``pyproject``."""
     source = tmp_path / "src"
-    for package in ("conformance", "vgf_export"):
+    for package in ("vgf_conformance", "vgf_export"):
         shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "README.md", source / "README.md")
     (source / "pyproject.toml").write_text(pyproject)
@@ -120,7 +120,7 @@ def _wheel(tmp_path: Path, pyproject: str) -> zipfile.ZipFile:
 
 def _missing_from(wheel: zipfile.ZipFile) -> list[str]:
     names = set(wheel.namelist())
-    sources = [p.relative_to(REPO).as_posix() for package in ("conformance", "vgf_export")
+    sources = [p.relative_to(REPO).as_posix() for package in ("vgf_conformance", "vgf_export")
                for p in (REPO / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     return sorted(s for s in sources if s not in names)
 
@@ -129,11 +129,11 @@ def test_the_wheel_carries_the_plugin_and_its_data_files(tmp_path):
     wheel = _wheel(tmp_path, (REPO / "pyproject.toml").read_text())
     assert _missing_from(wheel) == []
     (entry_points,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
-    assert "[pytest11]\nvgf_conformance = conformance.harness.plugin" in wheel.read(entry_points).decode()
+    assert "[pytest11]\nvgf_conformance = vgf_conformance.harness.plugin" in wheel.read(entry_points).decode()
 
 
 def test_a_wheel_without_package_data_is_caught(tmp_path):
     pyproject = (REPO / "pyproject.toml").read_text()
-    stripped = re.sub(r'"conformance\.oracles\.vulkan" = \[.*?\]\n', "", pyproject)
+    stripped = re.sub(r'"vgf_conformance\.oracles\.vulkan" = \[.*?\]\n', "", pyproject)
     assert stripped != pyproject
-    assert "conformance/oracles/vulkan/shaders/grid_sampler.comp" in _missing_from(_wheel(tmp_path, stripped))
+    assert "vgf_conformance/oracles/vulkan/shaders/grid_sampler.comp" in _missing_from(_wheel(tmp_path, stripped))

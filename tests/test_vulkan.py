@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.oracles import vulkan
-from conformance.oracles.vulkan import runner as vulkan_runner
-from conformance.oracles.vulkan import scenario as vulkan_scenario
-from conformance.cases.models import GridSample
-from conformance.oracles.numerics import measure
-from conformance.cases import Case, InputSpec
+from vgf_conformance.oracles import vulkan
+from vgf_conformance.oracles.vulkan import runner as vulkan_runner
+from vgf_conformance.oracles.vulkan import scenario as vulkan_scenario
+from vgf_conformance.cases.models import GridSample
+from vgf_conformance.oracles.numerics import measure
+from vgf_conformance.cases import Case, InputSpec
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 
@@ -107,7 +107,7 @@ def test_case_runs_bit_exact_and_reruns_by_hand(grid_run):
     assert check.problems(0.0) == [] and check.tensors
     command = vulkan.rerun_command(check.scenario)
     assert command.startswith(sys.executable)
-    rerun = subprocess.run([sys.executable, "-m", "conformance.oracles.vulkan", str(check.scenario)],
+    rerun = subprocess.run([sys.executable, "-m", "vgf_conformance.oracles.vulkan", str(check.scenario)],
                            capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
 
@@ -120,7 +120,7 @@ def test_hanging_runner_fails_with_the_rerun_command(grid_run, tmp_path, monkeyp
     vulkan_scenario._vgf_bindings.cache_clear()
     scenario = tmp_path / "scenario.json"
     scenario.write_text("{}")
-    with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*conformance.oracles.vulkan"):
+    with pytest.raises(vulkan.VulkanRunError, match=r"timed out after 1 s[\s\S]*rerun: .*vgf_conformance.oracles.vulkan"):
         vulkan.run_scenario(scenario, timeout=1)
 
 
@@ -224,7 +224,7 @@ def test_a_shader_forced_back_to_texel_fetch_fails_the_check(tie_run, tmp_path, 
 
 def test_the_tie_fraction_is_bounded(monkeypatch):
     """A case whose ties move more elements than VULKAN_NEAREST_TIES allows fails, saying why."""
-    from conformance.oracles.vulkan import check as vulkan_check
+    from vgf_conformance.oracles.vulkan import check as vulkan_check
 
     monkeypatch.setattr(vulkan_check, "VULKAN_NEAREST_TIES",
                         dataclasses.replace(vulkan_check.VULKAN_NEAREST_TIES, max_fraction=0.01))

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from conformance.cases import Case, InputSpec
-from conformance.cases.models import GridSample
-from conformance.oracles import vulkan
-from conformance.oracles.numerics import measure
+from vgf_conformance.cases import Case, InputSpec
+from vgf_conformance.cases.models import GridSample
+from vgf_conformance.oracles import vulkan
+from vgf_conformance.oracles.numerics import measure
 from vgf_export import export_model
 
 

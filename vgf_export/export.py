@@ -304,7 +304,7 @@ def export_model(
     apply; ``grid_sampler_grid_input_qspec`` and ``quantize_grid_sample_output``
     belong to this package's lowering and are not used), no RGB->RGBA pad,
     no Q/DQ detagging next to the sampler, no GridSamplerBackend. It is how
-    ``python -m conformance.native`` compares the two paths.
+    ``python -m vgf_conformance.native`` compares the two paths.
     """
     if grid_sampler_lowering not in GRID_SAMPLER_LOWERINGS:
         raise ValueError(

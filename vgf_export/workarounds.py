@@ -5,7 +5,7 @@ entry says what the workaround does, what breaks without it (with the
 upstream issue where there is one) and which conformance cases show it. All
 are on by default; ``export_model(..., disable_workarounds=[...])`` turns
 named ones off, which is how the suite checks, on whatever ExecuTorch is
-installed, that each is still needed (``conformance/test_workarounds.py``).
+installed, that each is still needed (``vgf_conformance/test_workarounds.py``).
 
 The Arm backend patches are listed in :mod:`vgf_export.patches` and ledgered
 the same way by name.

@@ -7,8 +7,8 @@ qspecs by name (int8 = SNORM8 images, float = left float), the tolerance
 traits and, by default, full delegation.
 """
 
-from conformance.cases import Case, Family, InputSpec
-from conformance.cases.tolerances import family_tolerance
+from vgf_conformance.cases import Case, Family, InputSpec
+from vgf_conformance.cases.tolerances import family_tolerance
 
 from models import BackwardWarp, Thumbnailer
 

@@ -1,6 +1,0 @@
-"""The built-in op families, one module each.
-
-Each module defines ``FAMILY`` (a :class:`conformance.cases.family.Family`):
-its cases, its default tolerance, its pull-request tier and its known
-failures. A new module here is a new family: nothing else needs to change.
-"""

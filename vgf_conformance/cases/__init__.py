@@ -1,0 +1,24 @@
+"""The case table: every model the suite exports, declared once.
+
+* :mod:`vgf_conformance.cases.case`: what a case is (:class:`Case`,
+  :class:`InputSpec`, :class:`Expectation`, the id grammar);
+* :mod:`vgf_conformance.cases.families`: one module per op family, each
+  declaring its cases, default tolerance, pull-request tier and known
+  failures (:class:`Family`); a new module there is a new family;
+* :mod:`vgf_conformance.cases.tolerances`: the traits that loosen bounds, and how
+  a case's tolerance is resolved;
+* :mod:`vgf_conformance.cases.models`: the small models the families export.
+
+``CASES`` is the built-in table (case id -> case).
+"""
+
+from vgf_conformance.cases.case import QSPECS, STAGES, Case, Expectation, InputSpec, measured_lsb
+from vgf_conformance.cases.family import FAMILIES, Family, build_table, builtin_families, load_case_file
+from vgf_conformance.cases.tolerances import check_traits
+
+BUILTIN_FAMILIES = builtin_families()
+check_traits([f.tolerance for f in BUILTIN_FAMILIES])
+CASES = build_table(BUILTIN_FAMILIES)
+
+__all__ = ["BUILTIN_FAMILIES", "CASES", "FAMILIES", "QSPECS", "STAGES", "Case", "Expectation", "Family",
+           "InputSpec", "build_table", "load_case_file", "measured_lsb"]

@@ -1,0 +1,178 @@
+"""A VGF file as a condensed, JSON-serialisable summary, from ``vgf_dump``.
+
+``summarize_vgf(path)`` runs the ``vgf_dump`` binary shipped in
+ai-ml-sdk-vgf-library and condenses its JSON: the model sequence's segments,
+their modules and bindings (resource category, Vulkan format, shape), and the
+constants, with hashes of each module's SPIR-V code and each constant's bytes.
+No file paths. The ``vgf`` section of a golden keeps part of it
+(:func:`vgf_conformance.goldens.sections.golden_vgf`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from vgf_conformance import process
+from vgf_conformance.text import tail
+
+
+def find_vgf_dump() -> str:
+    """Prefer the native binary inside vgf_lib (the venv's bin/vgf_dump is a
+    Python console-script shim that just re-execs it, ~+0.1 s)."""
+    try:
+        spec = importlib.util.find_spec("vgf_lib")
+        if spec and spec.submodule_search_locations:
+            cand = os.path.join(list(spec.submodule_search_locations)[0], "binaries", "bin", "vgf_dump")
+            if os.path.isfile(cand) and os.access(cand, os.X_OK):
+                return cand
+    except Exception:
+        pass
+    cand = os.path.join(os.path.dirname(sys.executable), "vgf_dump")
+    if os.path.isfile(cand):
+        return cand
+    w = shutil.which("vgf_dump")
+    if w:
+        return w
+    raise FileNotFoundError("vgf_dump not found (pip install ai-ml-sdk-vgf-library)")
+
+
+def vgf_dump_json(path: str, timeout: float = 60) -> dict:
+    """``vgf_dump``'s JSON description of a VGF file."""
+    exe = find_vgf_dump()
+    p = process.run([exe, "--input", path, "--output", "-"], capture_output=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"vgf_dump failed rc={p.returncode}: {tail(p.stderr.decode(errors='replace'))}")
+    return json.loads(p.stdout)
+
+
+def _dumped(path: str, flag: str, index: int, timeout: float = 60) -> bytes:
+    """What ``vgf_dump --dump-spirv|--dump-constant INDEX`` writes: a module's
+    SPIR-V code or a constant's raw bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "dump.bin"
+        p = process.run([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
+                           capture_output=True, timeout=timeout)
+        if p.returncode != 0 or not out.exists():
+            raise RuntimeError(f"vgf_dump {flag} {index} failed rc={p.returncode}: "
+                               f"{tail(p.stderr.decode(errors='replace'))}")
+        return out.read_bytes()
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+#: SPIR-V: the header's length in words, and OpConstant's opcode.
+_SPIRV_HEADER_WORDS, _OP_CONSTANT = 5, 43
+
+
+def mask_constants(code: bytes, values: frozenset[int]) -> bytes:
+    """SPIR-V ``code`` with the literal of every 32-bit ``OpConstant`` whose
+    value is in ``values`` set to zero: the code without those constants
+    (a TOSA graph's RESCALE multipliers, which calibration moves)."""
+    words = list(struct.unpack(f"<{len(code) // 4}I", code[: len(code) // 4 * 4]))
+    i = _SPIRV_HEADER_WORDS
+    while i < len(words):
+        count, opcode = words[i] >> 16, words[i] & 0xFFFF
+        if count == 0:
+            break  # not SPIR-V as expected: hash what is there
+        if opcode == _OP_CONSTANT and count == 4 and words[i + 3] in values:
+            words[i + 3] = 0
+        i += count
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def _descriptor_set(index: int, info, binding) -> dict:
+    # vgf_dump 0.11 writes {"set_index", "bindings"}; 0.9 a bare list of bindings.
+    if isinstance(info, list):
+        return {"set": index, "bindings": [binding(b) for b in info]}
+    return {"set": info.get("set_index"), "bindings": [binding(b) for b in info.get("bindings", [])]}
+
+
+def _code_hashes(path: str, module: dict, masked: frozenset[int]) -> dict:
+    if not (module.get("shader_code_available") and module.get("shader_type") == "SPIR-V"):
+        return {"code_hash": None}
+    code = _dumped(path, "--dump-spirv", module["index"])
+    hashes = {"code_hash": _hash(code)}
+    without = mask_constants(code, masked) if masked else code
+    if without != code:
+        hashes["code_hash_masked"] = _hash(without)
+    return hashes
+
+
+def summarize_vgf(path: str, masked: frozenset[int] = frozenset()) -> dict:
+    """Condensed VGF description: module/segment sequence, bindings with
+    resource category/format/shape, constants. No file paths. Where the
+    SPIR-V code holds constants of value in ``masked`` (see
+    :func:`mask_constants`), ``code_hash_masked`` hashes it without them."""
+    d = vgf_dump_json(path)
+    resources = {r["index"]: r for r in d.get("resources", [])}
+    modules = {m["index"]: m for m in d.get("modules", [])}
+    consts = {c["index"]: c for c in d.get("constants", [])}
+
+    def res(mrt_index):
+        r = resources.get(mrt_index, {})
+        out = {"category": r.get("category"), "vk_format": r.get("vk_format"),
+               "shape": r.get("shape"), "descriptor_type": r.get("vk_descriptor_type")}
+        if r.get("stride"):
+            out["stride"] = r["stride"]
+        return out
+
+    def binding(b):
+        x = {"binding": b.get("binding")}
+        x.update(res(b.get("mrt_index")))
+        return x
+
+    ms = d.get("model_sequence", {})
+    segs = []
+    for s in ms.get("segments", []):
+        m = modules.get(s.get("module_index"), {})
+        seg = {
+            "index": s.get("index"),
+            "type": s.get("type"),
+            "name": s.get("name"),
+            "module": {
+                "type": m.get("type"), "name": m.get("name"), "entry_point": m.get("entry_point"),
+                "shader_type": m.get("shader_type"), "has_code": m.get("shader_code_available"),
+                # The module's code (SPIR-V: the graph or the compute shader) by hash.
+                **_code_hashes(path, m, masked),
+            },
+            "inputs": [binding(b) for b in s.get("inputs", [])],
+            "outputs": [binding(b) for b in s.get("outputs", [])],
+            "descriptor_sets": [_descriptor_set(i, ds, binding)
+                                for i, ds in enumerate(s.get("descriptor_set_infos", []))],
+            "constants": [
+                {"shape": res(consts.get(ci, {}).get("mrt_index")).get("shape"),
+                 "vk_format": res(consts.get(ci, {}).get("mrt_index")).get("vk_format"),
+                 "sparsity_dimension": consts.get(ci, {}).get("sparsity_dimension"),
+                 "hash": _hash(_dumped(path, "--dump-constant", ci))}
+                for ci in s.get("constants", [])
+            ],
+            "dispatch_shape": s.get("dispatch_shape"),
+            "push_constant_ranges": len(s.get("push_constant_ranges", [])),
+        }
+        segs.append(seg)
+    cats: dict[str, int] = {}
+    for r in resources.values():
+        cats[r.get("category")] = cats.get(r.get("category"), 0) + 1
+    h = d.get("header", {})
+    return {
+        "format": "vgf",
+        "vgf_version": f"{h.get('major')}.{h.get('minor')}.{h.get('patch')}",
+        "segment_sequence": [f"{s['type']}:{s['module']['entry_point']}" for s in segs],
+        "inputs": [dict(name=b.get("name"), **binding(b)) for b in ms.get("inputs", [])],
+        "outputs": [dict(name=b.get("name"), **binding(b)) for b in ms.get("outputs", [])],
+        "segments": segs,
+        "resource_counts": dict(sorted(cats.items())),
+        "constants_count": len(consts),
+        "modules_count": len(modules),
+    }

@@ -1,0 +1,460 @@
+"""Candidates and the compatibility matrix.
+
+A *candidate* is a named pin set, ``candidates/NAME.txt``, that overrides any
+part of the stack on top of ``requirements.lock``. ``scripts/candidate.sh
+NAME`` installs it in an environment outside the repository and runs the
+suite against the current goldens in report mode; this module is the part of
+that script that is better written in Python:
+
+- ``pins``: the candidate's requirements (its own lines, then every line of
+  the lock that names a package the candidate does not);
+- ``preflight``: in the candidate's environment, whether the stack can run
+  here at all (each native tool starts, the Python packages import);
+- ``finding``: when the candidate does not install or cannot run, a
+  ``report.json`` with no cases and a ``candidate`` record saying why (the
+  lines of pip's or the tool's error that matter, never a bare stack trace);
+- ``stamp``: after a run, the ``candidate`` record added to its report.
+
+Every candidate report thus has a top-level ``candidate`` object
+(:class:`CandidateRecord`). ``python -m vgf_conformance.report compat`` reads the
+reports and a baseline report of the pinned stack (same scope) and writes
+``docs/compatibility.md``: one row per candidate (:func:`render_matrix`).
+
+Standard library only: the matrix is made on machines without the stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+
+from vgf_conformance import process
+import sys
+from collections import Counter
+from pathlib import Path
+
+#: The packages whose versions a candidate record lists (the stack under test).
+STACK_PACKAGES = (
+    "torch", "executorch", "torchao", "tosa-tools", "ml-dtypes",
+    "ai-ml-sdk-model-converter", "ai-ml-sdk-vgf-library", "ai-ml-sdk-scenario-runner",
+    "ai-ml-emulation-layer-for-vulkan",
+)
+
+#: Native tools of the stack: (commands on PATH in the environment, the first
+#: found is run; package that ships it). ML SDK 0.12 ships only
+#: ``model_converter``; ExecuTorch 1.5 falls back to that name.
+NATIVE_TOOLS = (
+    (("model-converter", "model_converter"), "ai-ml-sdk-model-converter"),
+    (("vgf_dump",), "ai-ml-sdk-vgf-library"),
+)
+
+#: Python modules the suite imports from the stack.
+STACK_MODULES = ("executorch.backends.arm.vgf", "tosa_serializer", "tosa_reference_model")
+
+PREFLIGHT_TIMEOUT = 60
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def normalize(name: str) -> str:
+    """A package name as the registry compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_lines(text: str) -> list[str]:
+    """The requirement lines of a requirements file (comments and blanks dropped)."""
+    lines = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            if line.startswith("-"):
+                raise ValueError(f"candidate pins: options are not supported in a pin set, got {line!r}")
+            if not _NAME.match(line):
+                raise ValueError(f"candidate pins: not a requirement: {line!r}")
+            lines.append(line)
+    return lines
+
+
+def merge_pins(candidate: str, lock: str) -> list[str]:
+    """The candidate's requirement lines, then the lock's lines for every
+    package the candidate does not name."""
+    own = requirement_lines(candidate)
+    if not own:
+        raise ValueError("candidate pins: the pin set names no package")
+    names = {normalize(_NAME.match(line).group(1)) for line in own}
+    return own + [line for line in requirement_lines(lock) if normalize(_NAME.match(line).group(1)) not in names]
+
+
+# --- the candidate record ---------------------------------------------------
+
+@dataclasses.dataclass
+class CandidateRecord:
+    """The ``candidate`` object of a candidate's ``report.json``.
+
+    ``name``: the pin set's name; ``pins``: its own requirement lines;
+    ``installs``: pip installed the set; ``runs``: the stack runs here (the
+    preflight passed and the suite completed); ``reason``: why not, in a few
+    lines; ``versions``: the stack's installed versions; ``scope``: the
+    pytest arguments of the run (empty: the whole suite).
+    """
+
+    name: str
+    pins: list
+    installs: bool
+    runs: bool
+    reason: str | None = None
+    versions: dict = dataclasses.field(default_factory=dict)
+    scope: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CandidateRecord":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"candidate record: unknown fields {unknown}; the schema has {sorted(known)}")
+        return cls(**data)
+
+
+def installed_versions() -> dict:
+    """The installed versions of :data:`STACK_PACKAGES` (missing: None)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in STACK_PACKAGES:
+        try:
+            versions[package] = version(package).replace("+cpu", "")
+        except PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def pip_failure_reason(log: str) -> str:
+    """What a failed ``pip install`` says, in the lines that matter: the
+    conflict (``The conflict is caused by:``) or the ``ERROR:`` lines."""
+    lines = log.splitlines()
+    conflict = []
+    for i, line in enumerate(lines):
+        if line.strip().startswith("The conflict is caused by"):
+            for follow in lines[i + 1:]:
+                if not follow.startswith(" ") or not follow.strip():
+                    break
+                conflict.append(follow.strip())
+    if conflict:
+        return "pip cannot resolve the pin set: " + "; ".join(dict.fromkeys(conflict))
+    kept = [line.strip() for line in lines if line.startswith("ERROR:")]
+    kept = kept or [line.strip() for line in lines if line.strip()][-5:]
+    return "pip could not install the pin set: " + "; ".join(dict.fromkeys(kept))
+
+
+def system_glibc() -> str | None:
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION").split()[-1]
+    except (ValueError, OSError, AttributeError, IndexError):
+        return None
+
+
+def system_glibcxx() -> str | None:
+    """The newest GLIBCXX symbol version of this system's libstdc++."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libstdc++.so.6")
+        maps = Path("/proc/self/maps").read_text().splitlines()
+        path = next(line.split()[-1] for line in maps if "libstdc++.so" in line)
+        found = set(re.findall(rb"GLIBCXX_(\d+\.\d+\.\d+)", Path(path).read_bytes()))
+    except (OSError, StopIteration):
+        return None
+    return max((v.decode() for v in found), key=_version_key, default=None)
+
+
+def _version_key(text: str) -> tuple:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _no_paths(text: str) -> str:
+    """A message without this machine's paths (reports end up in the repository)."""
+    return re.sub(r"(?:/[^\s/'\"()]+)+/([^\s/'\"()]+)", r"\1", text)
+
+
+def tool_failure_reason(tool: str, package: str, version: str | None, output: str) -> str:
+    """Why a native tool (or library) does not start, in one sentence: a
+    missing glibc or libstdc++ symbol version is named with the system's."""
+    what = f"{tool} ({package} {version or '?'})"
+    needs, has = [], []
+    glibc = sorted(set(re.findall(r"GLIBC_(\d+(?:\.\d+)+)' not found", output)), key=_version_key)
+    if glibc:
+        needs.append(f"glibc {glibc[-1]}")
+        has.append(f"glibc {system_glibc() or '?'}")
+    glibcxx = sorted(set(re.findall(r"GLIBCXX_(\d+(?:\.\d+)+)' not found", output)), key=_version_key)
+    if glibcxx:
+        needs.append(f"libstdc++ GLIBCXX_{glibcxx[-1]}")
+        has.append(f"libstdc++ up to GLIBCXX_{system_glibcxx() or '?'}")
+    if needs:
+        return f"{what} cannot run here (requires {' and '.join(needs)}; this system has {' and '.join(has)})"
+    last = [line.strip() for line in output.strip().splitlines() if line.strip()][-1:]
+    return f"{what} cannot run here: " + _no_paths(" / ".join(last or ["no output"]))
+
+
+def preflight(bin_dir: Path | None = None) -> list[str]:
+    """Whether the installed stack can run here: each native tool starts
+    (``--version``), each stack module imports. The reasons it cannot (empty:
+    it can). Each probe is a child process with a timeout."""
+    bin_dir = bin_dir or Path(sys.executable).parent
+    versions = installed_versions()
+    reasons = []
+    for names, package in NATIVE_TOOLS:
+        found = [(n, shutil.which(n, path=str(bin_dir)) or shutil.which(n)) for n in names]
+        tool, path = next(((n, p) for n, p in found if p), (" or ".join(names), None))
+        if path is None:
+            reasons.append(f"{tool} ({package} {versions.get(package) or 'not installed'}) is not on PATH")
+            continue
+        try:
+            done = process.run([path, "--version"], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            reasons.append(f"{tool} ({package}) did not answer --version within {PREFLIGHT_TIMEOUT} s")
+            continue
+        if done.returncode != 0:
+            reasons.append(tool_failure_reason(tool, package, versions.get(package), done.stdout + done.stderr))
+    reasons += _vulkan_preflight(versions)
+    for module in STACK_MODULES:
+        try:
+            done = process.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
+                               timeout=PREFLIGHT_TIMEOUT * 5)
+        except subprocess.TimeoutExpired:
+            reasons.append(f"`import {module}` did not finish within {PREFLIGHT_TIMEOUT * 5} s")
+            continue
+        if done.returncode != 0:
+            last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ["no output"]
+            reasons.append(f"`import {module}` fails: {_no_paths(last[0].strip())}")
+    return reasons
+
+
+def _vulkan_preflight(versions: dict) -> list[str]:
+    """The scenario runner starts; the emulation layer's libraries load."""
+    import importlib.util
+
+    reasons = []
+    runner = importlib.util.find_spec("scenario_runner")
+    if runner is not None and runner.submodule_search_locations:
+        binary = Path(list(runner.submodule_search_locations)[0]) / "binaries" / "bin" / "scenario-runner"
+        if binary.exists():
+            try:
+                done = process.run([str(binary), "--version"], capture_output=True, text=True,
+                                   timeout=PREFLIGHT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                reasons.append(f"scenario-runner did not answer --version within {PREFLIGHT_TIMEOUT} s")
+                done = None
+            if done is not None and done.returncode != 0:
+                package = "ai-ml-sdk-scenario-runner"
+                reasons.append(tool_failure_reason("scenario-runner", package, versions.get(package),
+                                                   done.stdout + done.stderr))
+    layer = importlib.util.find_spec("emulation_layer")
+    if layer is not None and layer.submodule_search_locations:
+        root = Path(list(layer.submodule_search_locations)[0])
+        # deploy/ up to 0.11; binaries/ from the 0.12 pre-releases on
+        for library in sorted([*root.glob("deploy/lib/*.so"), *root.glob("binaries/lib/*.so")]):
+            try:
+                done = process.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                                    str(library)], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                reasons.append(f"loading the Vulkan layer {library.name} did not finish within {PREFLIGHT_TIMEOUT} s")
+                continue
+            if done.returncode != 0:
+                package = "ai-ml-emulation-layer-for-vulkan"
+                reasons.append(tool_failure_reason("the Vulkan layers", package, versions.get(package), done.stderr))
+    return list(dict.fromkeys(reasons))
+
+
+def write_finding(directory: Path, record: CandidateRecord) -> None:
+    """A candidate report with no cases: the record says why it did not run."""
+    directory.mkdir(parents=True, exist_ok=True)
+    report = {"candidate": dataclasses.asdict(record), "cases": [], "workarounds": []}
+    (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    state = "does not install" if not record.installs else "installs but cannot run here"
+    (directory / "report.md").write_text(
+        f"# Candidate {record.name}\n\nThe candidate {state}.\n\n{record.reason}\n\n"
+        f"Pins: {', '.join(record.pins)}\n")
+
+
+def stamp(directory: Path, record: CandidateRecord) -> None:
+    """Add the candidate record to the report a run wrote."""
+    path = directory / "report.json"
+    report = json.loads(path.read_text())
+    report["candidate"] = dataclasses.asdict(record)
+    path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def _record_from_args(args, installs: bool, runs: bool, reason: str | None, versions: dict) -> CandidateRecord:
+    pins = requirement_lines(Path(args.pins).read_text()) if args.pins else []
+    return CandidateRecord(name=args.name, pins=pins, installs=installs, runs=runs, reason=reason,
+                           versions=versions, scope=shlex.join(args.scope))
+
+
+# --- the matrix -------------------------------------------------------------
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "**no**"
+
+
+def matrix_row(baseline: dict | None, report: dict, name: str) -> dict:
+    """One row of the matrix: the candidate's report, compared with the
+    baseline report where numerics and warnings need one."""
+    from vgf_conformance.harness.diff import diff_reports
+
+    record = report.get("candidate") or {}
+    cases = report.get("cases") or []
+    row = {"candidate": record.get("name") or name, "scope": record.get("scope", "?"),
+           "cases": len(cases), "versions": record.get("versions") or {}, "pins": record.get("pins") or []}
+    installs = record.get("installs", bool(cases))
+    runs = record.get("runs", bool(cases))
+    row["installs"] = _yes_no(installs) + ("" if installs else f": {record.get('reason')}")
+    if not installs or not runs or not cases:
+        row["exports"] = "**no**: " + (record.get("reason") or "no case ran") if installs else "-"
+        for column in ("goldens", "numerics", "vulkan", "workarounds", "warnings"):
+            row[column] = "-"
+        return row
+    failing = Counter(c.get("stage") or "?" for c in cases
+                      if (c.get("tests") or {}).get("test_export") in ("failed", "error"))
+    n_fail = sum(failing.values())
+    row["exports"] = (f"yes ({len(cases)}/{len(cases)})" if not n_fail else
+                      f"**no**: {n_fail} of {len(cases)} fail (" +
+                      ", ".join(f"{n} at {s}" for s, n in failing.most_common()) + ")")
+    changed = [c for c in cases if c.get("golden_changed")]
+    sections = Counter(s for c in changed for s in c["golden_changed"])
+    row["goldens"] = (f"{len(cases) - len(changed)} unchanged / {len(changed)} changed" +
+                      (" (" + ", ".join(f"{s} {n}" for s, n in sorted(sections.items(), key=lambda kv: (-kv[1], kv[0])))
+                       + ")" if sections else ""))
+    if baseline is None:
+        row["numerics"] = "no baseline"
+        new_warnings = sorted({w for c in cases for w in c.get("warnings") or []})
+    else:
+        delta = diff_reports(baseline, report)
+        worse = [c for c in delta.cases if c.numerics_worse]
+        better = [c for c in delta.cases if c.numerics_better]
+        parts = []
+        if worse:
+            top = max((n for c in worse for n in c.numerics_worse), key=lambda n: n.new)
+            parts.append(f"{len(worse)} worse (worst {top.new:g} LSB, was {top.old:g}: {top.case} {top.where})")
+        if better:
+            top = max((n for c in better for n in c.numerics_better), key=lambda n: n.old - n.new)
+            parts.append(f"{len(better)} better (most {top.old:g} -> {top.new:g} LSB: {top.case} {top.where})")
+        row["numerics"] = "; ".join(parts) or f"same ({len(delta.common)} cases compared)"
+        new_warnings = delta.new_warnings
+    vulkan = Counter((c.get("tests") or {}).get("test_vulkan", "not run") for c in cases)
+    ran = vulkan["passed"] + vulkan["failed"] + vulkan["error"]
+    row["vulkan"] = (("not run (skipped)" if vulkan["skipped"] else "not run") if not ran else
+                     f"yes ({vulkan['passed']}/{ran})" if vulkan["passed"] == ran else
+                     f"**no**: {vulkan['failed'] + vulkan['error']} of {ran} differ or fail")
+    ledger = report.get("workarounds") or []
+    if not ledger:
+        row["workarounds"] = "not probed in this scope"
+    else:
+        unneeded = [w["name"] for w in ledger if not w["needed"]]
+        row["workarounds"] = (f"all {len(ledger)}" if not unneeded else
+                              f"{len(ledger) - len(unneeded)} of {len(ledger)}; not needed: " + ", ".join(unneeded))
+    row["warnings"] = (f"{len(new_warnings)}: " + "; ".join(w.replace("|", "/")[:160] for w in new_warnings[:3]) +
+                       (" ..." if len(new_warnings) > 3 else "")) if new_warnings else "none"
+    return row
+
+
+MATRIX_COLUMNS = (
+    ("candidate", "candidate"), ("installs", "installs"), ("exports", "every case exports"),
+    ("goldens", "goldens unchanged / changed (sections)"), ("numerics", "numerics worse / better"),
+    ("vulkan", "Vulkan bit-exact"), ("workarounds", "workarounds still needed"), ("warnings", "new warnings"),
+)
+
+
+def render_matrix(baseline: dict | None, reports: list[tuple[str, dict]], baseline_name: str = "") -> str:
+    """``docs/compatibility.md``: one row per candidate report."""
+    rows = [matrix_row(baseline, report, name) for name, report in reports]
+    command = " ".join(["python -m vgf_conformance.report compat"] + ([f"--baseline reports/{baseline_name}"]
+                                                                   if baseline_name else [])
+                       + [f"reports/{name}" for name, _ in reports])
+    lines = ["# Compatibility matrix", "",
+             f"Generated by `{command}` from the candidate reports "
+             "(`scripts/candidate.sh NAME`, `reports/NAME/report.json`); do not edit by hand. "
+             "Each candidate is a pin set in `candidates/` on top of `requirements.lock`, run against "
+             "the goldens of the pinned stack (ExecuTorch 1.5.1, ML SDK 0.11.0, tosa-tools 2026.5.0). "
+             "Numerics and warnings are compared with the baseline report"
+             + (f" `{baseline_name}`" if baseline_name else "") + " of the pinned stack on the same cases; "
+             "numerics count the cases whose worst error (max LSB of any output against any oracle) moved, "
+             "by more than the report's rounding. Findings per candidate: `docs/candidates/NAME.md`.", "",
+             "| " + " | ".join(title for _, title in MATRIX_COLUMNS) + " |",
+             "|" + "---|" * len(MATRIX_COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(str(row[key]).replace("\n", " ") for key, _ in MATRIX_COLUMNS) + " |")
+    base_versions = ((baseline or {}).get("candidate") or {}).get("versions") or {}
+    lines += ["", "## Scope and versions", "",
+              "| candidate | cases run | pytest arguments | stack" + (" (where it differs from the baseline)"
+                                                                  if base_versions else "") + " |", "|---|---|---|---|"]
+    if base_versions:
+        lines.insert(-2, "Baseline: " + ", ".join(f"{k} {v}" for k, v in sorted(base_versions.items()) if v) + ".\n")
+    for row in rows:
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(row["versions"].items())
+                             if v and base_versions.get(k) != v) or (
+            "pins (not installed): " + ", ".join(row["pins"]) if row["pins"] and not row["versions"] else "-")
+        lines.append(f"| {row['candidate']} | {row['cases']} | `{row['scope'] or '(all)'}` | {versions} |")
+    return "\n".join(lines) + "\n"
+
+
+# --- command line -----------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.compat",
+                                     description="the parts of scripts/candidate.sh written in Python")
+    sub = parser.add_subparsers(dest="command", required=True)
+    pins = sub.add_parser("pins", help="print the candidate's requirements on top of the lock")
+    pins.add_argument("pins", type=Path)
+    pins.add_argument("lock", type=Path)
+    for command in ("preflight", "finding", "stamp"):
+        p = sub.add_parser(command)
+        p.add_argument("out", type=Path, help="the candidate's report directory")
+        p.add_argument("--name", required=True)
+        p.add_argument("--pins", required=command == "finding", type=Path,
+                       help="the candidate's pin set (none: the baseline, requirements.lock as it is)")
+        p.add_argument("--scope", nargs=argparse.REMAINDER, default=[])
+        if command == "finding":
+            p.add_argument("--pip-log", type=Path, help="the failed pip install's log")
+            p.add_argument("--reason", help="the reason, when there is no pip log")
+            p.add_argument("--installs", action="store_true", help="the pin set installed")
+    args = parser.parse_args(argv)
+    for path in [getattr(args, "pins", None), getattr(args, "lock", None)]:
+        if path is not None and not path.is_file():
+            parser.error(f"{path}: no such file (expected a requirements file)")
+    if args.command == "pins":
+        try:
+            print("\n".join(merge_pins(args.pins.read_text(), args.lock.read_text())))
+        except ValueError as error:
+            parser.error(f"{args.pins}: {error}")
+        return 0
+    if args.command == "preflight":
+        reasons = preflight()
+        if not reasons:
+            return 0
+        write_finding(args.out, _record_from_args(args, True, False, "; ".join(reasons), installed_versions()))
+        print(f"candidate {args.name}: installs but cannot run here: " + "; ".join(reasons))
+        return 3
+    if args.command == "finding":
+        if args.pip_log is not None:
+            reason = pip_failure_reason(args.pip_log.read_text(errors="replace"))
+        elif args.reason:
+            reason = args.reason
+        else:
+            parser.error("finding needs --pip-log or --reason")
+        versions = installed_versions() if args.installs else {}
+        write_finding(args.out, _record_from_args(args, args.installs, False, reason, versions))
+        print(f"candidate {args.name}: {reason}")
+        return 0
+    if not (args.out / "report.json").is_file():
+        parser.error(f"{args.out}: no report.json to stamp (did the run write --vgf-report {args.out}?)")
+    stamp(args.out, _record_from_args(args, True, True, None, installed_versions()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,242 @@
+"""``report.html``: the report as one static page, next to ``report.md``.
+
+Built from ``report.json`` alone (plus the error maps it names), so the same
+page renders a run's report, a candidate's (``scripts/candidate.sh``) and a
+merged one. No server, no network: one HTML file with its CSS and script
+inline, and the error maps copied beside it into ``maps/<case id>/``, so the
+report directory is the whole artifact CI uploads.
+
+The page: the counts and tables of ``report.md``; a case list filtered by
+family, outcome, delegation and golden section changed (also from the URL:
+``report.html#family=resize&outcome=failed``); per case its tests, failure,
+golden diff, numerics against each oracle with the bound and the share of
+it used, its error maps and the command that reruns it
+(``report.html#case=<case id>`` opens it).
+
+``python -m vgf_conformance.harness.html DIR`` renders ``DIR/report.json`` again;
+``--diff OLD`` writes ``DIR/diff.html``: the page with a report diff
+(:mod:`vgf_conformance.harness.diff`, ``python -m vgf_conformance.report diff``) on
+top, each changed case linked to its section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import shlex
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from vgf_conformance.harness.plugin import SUITE_SCRIPT
+from vgf_conformance.text import CASE_ID_PATTERN
+
+#: Lines of a golden diff kept in the report.
+DIFF_LINES = 200
+#: Where the maps go inside the report directory.
+MAPS_DIR = "maps"
+TEMPLATE = "report.html.j2"
+
+
+def golden_diff(stored_text: str | None, golden: dict, limit: int = DIFF_LINES) -> list[str]:
+    """The unified diff of a case's golden JSON, stored -> current, at most
+    ``limit`` lines (the last says how many were cut)."""
+    from vgf_conformance.goldens import serialize
+
+    if stored_text is None:
+        return []
+    lines = list(difflib.unified_diff(stored_text.splitlines(), serialize(golden).splitlines(),
+                                      "golden (stored)", "this run", n=2, lineterm=""))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more lines"]
+    return lines
+
+
+def delegation(case: dict) -> str:
+    """The delegation of a case as report.md's Delegation table groups it."""
+    shape = "+".join(sorted({d["backend"] for d in case.get("delegates") or []})) or "none"
+    return shape + (" (+CPU ops)" if case.get("cpu_ops") else "")
+
+
+def rerun_commands(case: dict, suite: str = SUITE_SCRIPT) -> list[str]:
+    """The commands that rerun a case: the suite (the report's ``run.command``)
+    on it, and its Vulkan scenario when that tier did not pass."""
+    commands = [f"{suite} --vgf-case {shlex.quote(case['id'])}"]
+    vulkan = (case.get("tests") or {}).get("test_vulkan")
+    artifacts = (case.get("run") or {}).get("artifacts")
+    if vulkan in ("failed", "error", "xfailed", "xpassed") and artifacts:
+        commands.append(f".venv/bin/python -m vgf_conformance.oracles.vulkan {artifacts}/vulkan/scenario.json")
+    return commands
+
+
+def numerics_rows(case: dict) -> list[dict]:
+    """Per output and comparison: the statistics, the bound and the share of it used."""
+    from vgf_conformance.oracles.references import ORACLES
+
+    rows = []
+    outputs = (case.get("numerics") or {}).get("outputs") or []
+    tolerances = case.get("tolerances") or []
+    tests = case.get("tests") or {}
+    for i, stats in enumerate(outputs):
+        tolerance = tolerances[i] if i < len(tolerances) else {}
+        for name in (*ORACLES, "fake_quant_vs_float"):
+            if name not in stats:
+                continue
+            bound = tolerance.get(name) or {}
+            max_bound = bound.get("outlier_max_lsb") or bound.get("max_lsb")
+            observed = stats[name].get("max_lsb")
+            use = observed / max_bound if max_bound and isinstance(observed, (int, float)) else None
+            rows.append({"output": i, "comparison": name, **stats[name], "bound": bound, "use": use,
+                         "test": tests.get(f"test_numerics_{name}"),
+                         "sources": {k.split(".", 1)[1]: v for k, v in (tolerance.get("sources") or {}).items()
+                                     if k.startswith(f"{name}.")}})
+    return rows
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (resolved) lies inside ``folder``."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> dict[str, list[dict]]:
+    """Copy each case's error maps into ``directory/maps/<case id>/``; returns
+    case id -> maps with ``src`` (relative to the page) or ``missing``. A map is
+    looked for in the case's artifacts, then in ``<source>/maps/<case id>/`` of
+    each source report directory (shards being merged), then already in place."""
+    found: dict[str, list[dict]] = {}
+    for case in report["cases"]:
+        entries = []
+        for entry in case.get("error_maps") or []:
+            if "file" not in entry:
+                entries.append(dict(entry))
+                continue
+            name = Path(entry["file"]).name
+            if not CASE_ID_PATTERN.fullmatch(str(case["id"])) or not name.endswith(".png"):
+                # A report is data: an id or file that would lead outside the report folder is refused.
+                entries.append(dict(entry, missing=f"refused: case id {case['id']!r} or map {entry['file']!r} "
+                                                   "is not a case's map"))
+                continue
+            target = directory / MAPS_DIR / case["id"] / name
+            artifacts = (case.get("run") or {}).get("artifacts")
+            candidates = [Path(artifacts) / entry["file"]] if artifacts else []
+            candidates = [c for c in candidates if _inside(c, Path(artifacts))]
+            candidates += [Path(s) / MAPS_DIR / case["id"] / name for s in sources]
+            source = next((c for c in candidates if c.is_file()), None)
+            if source is not None and source.resolve() != target.resolve():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+            if target.is_file():
+                entries.append(dict(entry, src=f"{MAPS_DIR}/{case['id']}/{name}"))
+            else:
+                entries.append(dict(entry, missing=f"not found (looked in {', '.join(map(str, candidates))})"))
+        if entries:
+            found[case["id"]] = entries
+    return found
+
+
+def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: str = "VGF conformance report",
+                diff: dict | None = None) -> str:
+    """The page for ``report`` (a report.json); ``maps`` from :func:`copy_maps`;
+    ``diff``: a report diff (``vgf_conformance.harness.diff``) rendered above the cases."""
+    import jinja2
+
+    from vgf_conformance.harness.report import OUTCOME_ORDER, tolerance_margins
+
+    cases = report["cases"]
+    suite = (report.get("run") or {}).get("command") or SUITE_SCRIPT
+    maps = maps or {}
+    families = sorted({c.get("family", "?") for c in cases})
+    by_family = {f: Counter(c["outcome"] for c in cases if c.get("family", "?") == f) for f in families}
+    groups = Counter((c.get("family", "?"), change) for c in cases for change in c.get("changes") or [])
+    rows = []
+    for c in cases:
+        interesting = (c["outcome"] not in ("passed", "skipped") or c.get("golden_changed")
+                       or c["id"] in maps)
+        rows.append({"case": c, "delegation": delegation(c), "numerics": numerics_rows(c),
+                     "maps": maps.get(c["id"], []), "rerun": rerun_commands(c, suite),
+                     "interesting": bool(interesting),
+                     "sections": c.get("golden_changed") or []})
+    env = jinja2.Environment(loader=jinja2.PackageLoader("vgf_conformance.harness", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    return env.get_template(TEMPLATE).render(
+        title=title, report=report, cases=cases, rows=rows, outcomes=OUTCOME_ORDER,
+        by_outcome=Counter(c["outcome"] for c in cases), families=families, by_family=by_family,
+        delegations=sorted(Counter(r["delegation"] for r in rows).items()),
+        sections=sorted({s for r in rows for s in r["sections"]}),
+        change_groups=sorted(groups.items(), key=lambda kv: (-kv[1], kv[0])),
+        margins=tolerance_margins(cases),
+        warnings=Counter(w for c in cases for w in c.get("warnings") or []).most_common(),
+        cpu=[c for c in cases if c.get("stays_on_cpu") and not c.get("delegates")],
+        not_passing=[c for c in cases if c["outcome"] not in ("passed", "xfailed")],
+        diff=diff)
+
+
+def write_html(report: dict, directory: Path, sources: tuple[Path, ...] = (), title: str | None = None,
+               diff: dict | None = None) -> Path:
+    """Write ``directory/report.html`` (and copy the error maps beside it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    maps = copy_maps(report, directory, tuple(sources))
+    path = directory / "report.html"
+    path.write_text(render_html(report, maps, title or f"VGF conformance report: {directory.name}", diff))
+    return path
+
+
+def diff_view(delta) -> dict:
+    """What the page shows of a report diff (:class:`vgf_conformance.harness.diff.ReportDiff`)."""
+    return {"old_name": delta.old_name, "new_name": delta.new_name, "common": len(delta.common),
+            "changed": [{"id": c.id, "details": [d.replace("**", "").replace("`", "") for d in c.details()]}
+                        for c in delta.changed],  # the Markdown fragments as text
+            "added": [c.id for c in delta.cases if c.status == "added"],
+            "removed": [c.id for c in delta.cases if c.status == "removed"],
+            "groups": delta.groups(), "stack": delta.stack, "workarounds": delta.workarounds,
+            "new_warnings": delta.new_warnings, "gone_warnings": delta.gone_warnings}
+
+
+def write_diff_html(old: Path, new: Path) -> Path:
+    """``NEW/diff.html``: the NEW report's page with what changed since OLD on
+    top (``python -m vgf_conformance.report diff``), each changed case linked to its section."""
+    from vgf_conformance.harness import diff
+
+    old_report, new_report = diff.load_report(old, "OLD"), diff.load_report(new, "NEW")
+    delta = diff.diff_reports(old_report, new_report, str(old), str(new))
+    directory = new if new.is_dir() else new.parent
+    maps = copy_maps(new_report, directory)
+    path = directory / "diff.html"
+    path.write_text(render_html(new_report, maps, f"VGF conformance: {old} -> {new}", diff_view(delta)))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.html",
+                                     description="render DIR/report.json as DIR/report.html; with --diff "
+                                                 "OLD, DIR/diff.html: the page with what changed since OLD")
+    parser.add_argument("directory", type=Path, help="a report directory (holding report.json)")
+    parser.add_argument("--maps-from", type=Path, nargs="*", default=(),
+                        help="report directories whose maps/<case id>/ hold maps (e.g. merged shards)")
+    parser.add_argument("--diff", type=Path, metavar="OLD",
+                        help="an earlier report (directory or report.json): write DIR/diff.html")
+    args = parser.parse_args(argv)
+    source = args.directory / "report.json"
+    if not source.is_file():
+        parser.error(f"directory must hold report.json; not found: {source}")
+    if args.diff is not None:
+        from vgf_conformance.harness.diff import ReportError
+
+        try:
+            path = write_diff_html(args.diff, args.directory)
+        except ReportError as error:
+            parser.error(f"--diff: {error}")
+    else:
+        path = write_html(json.loads(source.read_text()), args.directory, tuple(args.maps_from))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

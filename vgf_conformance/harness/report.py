@@ -1,0 +1,385 @@
+"""The conformance report: ``report.json`` and ``report.md``.
+
+``report.json`` has ``cases``, one :class:`CaseRecord` per case run (its
+docstring is the schema), and ``workarounds``, one :class:`WorkaroundVerdict`
+per ledger entry probed; a candidate's report (``scripts/candidate.sh``) also
+has ``candidate`` (:class:`vgf_conformance.harness.compat.CandidateRecord`: its
+pins, versions, whether it installs and runs). The plugin fills the records, :func:`merge_reports`
+reads them back (refusing unknown fields, keeping every known one), and
+``report.md`` is rendered from them: counts by outcome and by op family, the
+changes against the goldens grouped ("12 resize cases: no longer
+delegated"), expected CPU fallbacks, tolerance margins, export warnings.
+
+``python -m vgf_conformance.harness.report merge OUT DIR...`` merges the reports of
+several shards into one report of the same format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+
+from vgf_conformance.harness import skips
+from vgf_conformance.harness.machine import line as machine_line
+
+OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
+
+
+def _case_outcome(tests: dict[str, str]) -> str:
+    outcomes = set(tests.values())
+    for outcome in OUTCOME_ORDER:
+        if outcome in outcomes:
+            if outcome == "skipped" and outcomes - {"skipped"}:
+                continue
+            return outcome
+    return "passed"
+
+
+def _fields(cls, data: dict, what: str) -> dict:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{what}: unknown fields {unknown}; the schema ({cls.__name__}) has {sorted(known)}")
+    return data
+
+
+@dataclasses.dataclass
+class CaseRecord:
+    """One case of ``report.json`` (every field is always present).
+
+    ``id``, ``family``, ``quick``: the case. ``outcome``: the worst outcome of
+    its tests (:data:`OUTCOME_ORDER`); ``tests``: test name -> outcome.
+    ``stage``: the last stage reached; ``error`` and ``origin``: its failure
+    and where it comes from (``toolchain``, ``case`` or ``harness``, see
+    :mod:`vgf_conformance.harness.runner`). ``delegates`` ([{backend, ops}]),
+    ``cpu_ops``: the export report; ``stays_on_cpu``: the declared CPU
+    fallback. ``numerics``: per output, each comparison's statistics (and
+    ``vulkan``); ``tolerances``: per output, the bounds and their sources.
+    ``golden_changed``: sections that differ from the golden; ``changes``:
+    the same in words that group across cases. ``pte``: what the shipped
+    program declares. ``warnings``: the stack's warnings during the export.
+    ``golden_diff``: the unified diff of the golden's JSON (capped), when it
+    changed. ``error_maps``: PNGs of where the numerics differ, relative to
+    ``run.artifacts`` (:mod:`vgf_conformance.harness.errormaps`), for a case whose
+    numerics fail, diverge as expected or drift against the golden.
+    ``run``: run-specific data (artifacts path, seconds per stage, Vulkan
+    batch): the only part that differs between two runs of the same stack.
+    """
+
+    id: str
+    family: str = "?"
+    quick: bool = False
+    outcome: str = "passed"
+    tests: dict = dataclasses.field(default_factory=dict)
+    stage: str | None = None
+    error: str | None = None
+    origin: str | None = None
+    delegates: list = dataclasses.field(default_factory=list)
+    cpu_ops: list = dataclasses.field(default_factory=list)
+    stays_on_cpu: str | None = None
+    numerics: dict | None = None
+    tolerances: list = dataclasses.field(default_factory=list)
+    golden_changed: list = dataclasses.field(default_factory=list)
+    changes: list = dataclasses.field(default_factory=list)
+    pte: dict | None = None
+    warnings: list = dataclasses.field(default_factory=list)
+    golden_diff: list = dataclasses.field(default_factory=list)
+    error_maps: list = dataclasses.field(default_factory=list)
+    run: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CaseRecord":
+        return cls(**_fields(cls, data, f"case {data.get('id')!r}"))
+
+
+@dataclasses.dataclass
+class WorkaroundVerdict:
+    """One workaround of the ledger, probed on the installed stack: whether it
+    is still ``needed``, the ``evidence`` (what changes without it), and where
+    it is filed ``upstream``."""
+
+    name: str
+    needed: bool
+    evidence: list
+    upstream: str
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "WorkaroundVerdict":
+        return cls(**_fields(cls, data, f"workaround {data.get('name')!r}"))
+
+
+def _report(records, verdicts, run: dict | None = None) -> dict:
+    report = {"cases": [dataclasses.asdict(r) for r in sorted(records, key=lambda r: r.id)],
+              "workarounds": [dataclasses.asdict(v) for v in sorted(verdicts, key=lambda v: v.name)]}
+    if run:
+        # Run-specific, like each case's ``run``: ``tiers`` (tier -> tests,
+        # seconds summed over workers), ``other_tests`` (node id -> seconds of
+        # the tests that are not per case), ``wall_seconds``, ``memory``
+        # (worker -> peak RSS of it and of its largest child, MiB), ``workers``
+        # (worker -> tests, seconds, when its last test ended).
+        report["run"] = run
+    return report
+
+
+def merge_run_times(runs: list[dict]) -> dict:
+    """The ``run`` of shard reports together: tier seconds added, the
+    longest wall (shards run side by side)."""
+    tiers: dict[str, dict] = {}
+    for run in runs:
+        for tier, entry in run.get("tiers", {}).items():
+            total = tiers.setdefault(tier, {"tests": 0, "seconds": 0.0})
+            total["tests"] += entry["tests"]
+            total["seconds"] = round(total["seconds"] + entry["seconds"], 1)
+    return {"tiers": dict(sorted(tiers.items())),
+            "other_tests": dict(sorted((k, v) for run in runs for k, v in run.get("other_tests", {}).items())),
+            "wall_seconds": max((run.get("wall_seconds", 0.0) for run in runs), default=0.0),
+            "memory": {f"shard{i + 1}-{worker}": peak for i, run in enumerate(runs)
+                       for worker, peak in run.get("memory", {}).items()},
+            "workers": {f"shard{i + 1}-{worker}": entry for i, run in enumerate(runs)
+                        for worker, entry in run.get("workers", {}).items()},
+            "skips": skips.merge(runs),
+            # Shards may land on different CPUs: each one's machine.
+            "machines": {f"shard{i + 1}": run["machine"] for i, run in enumerate(runs) if run.get("machine")}}
+
+
+def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = None,
+                 run: dict | None = None) -> dict:
+    """The report from what the tests recorded: case id -> fields (with
+    ``tests``: test name -> outcome), and the workaround verdicts."""
+    records = []
+    for case_id, fields in cases.items():
+        tests = dict(sorted(fields.get("tests", {}).items()))
+        records.append(CaseRecord.from_dict({"id": case_id, **fields, "tests": tests,
+                                             "outcome": _case_outcome(tests)}))
+    return _report(records, [WorkaroundVerdict.from_dict(w) for w in (workarounds or {}).values()], run)
+
+
+def render_markdown(report: dict) -> str:
+    cases = report["cases"]
+    by_outcome = Counter(c["outcome"] for c in cases)
+    families = sorted({c.get("family", "?") for c in cases})
+    lines = ["# VGF conformance report", "", f"{len(cases)} cases.", ""]
+    run = report.get("run") or {}
+    machines = run.get("machines") or ({"": run["machine"]} if run.get("machine") else {})
+    for name, machine in machines.items():
+        lines += [f"Ran on{f' ({name})' if name else ''}: {machine_line(machine)}.", ""]
+    skipped = run.get("skips") or []
+    if skipped:
+        lines += ["## Skipped", "", *[f"- {line}" for line in skips.summary_lines(skipped, strict=True)], ""]
+    for name, entry in (run.get("partial_shards") or {}).items():
+        missing = entry.get("missing") or []
+        lines += [f"**Partial shard** {name}: stopped before it finished; {len(missing)} planned case(s) "
+                  f"missing from this report" + (f": {', '.join(missing)}" if missing else "") + ".", ""]
+    lines += ["## By outcome", "", "| outcome | cases |", "|---|---|"]
+    lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
+    lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
+              "|---|" + "---|" * len(OUTCOME_ORDER)]
+    for family in families:
+        counts = Counter(c["outcome"] for c in cases if c.get("family", "?") == family)
+        lines.append(f"| {family} | " + " | ".join(str(counts[o]) for o in OUTCOME_ORDER) + " |")
+    delegated = Counter()
+    for c in cases:
+        backends = sorted({d["backend"] for d in c.get("delegates") or []})
+        shape = "+".join(backends) or "none"
+        if c.get("cpu_ops"):
+            shape += " (+CPU ops)"
+        delegated[shape] += 1
+    lines += ["", "## Delegation", "", "| delegates | cases |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(delegated.items())]
+    groups = Counter((c.get("family", "?"), change) for c in cases for change in c.get("changes", []))
+    if groups:
+        lines += ["", "## Changes against the goldens", ""]
+        lines += [f"- {n} {family} case{'s' if n > 1 else ''}: {change}"
+                  for (family, change), n in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))]
+    changed = [c for c in cases if c["golden_changed"]]
+    if changed:
+        lines += ["", "## Golden sections changed", "", "| case | sections |", "|---|---|"]
+        lines += [f"| {c['id']} | {', '.join(c['golden_changed'])} |" for c in changed]
+    ledger = report.get("workarounds") or []
+    if ledger:
+        lines += ["", "## Workarounds", "", "| workaround | still needed | evidence |", "|---|---|---|"]
+        for w in ledger:
+            evidence = "; ".join(w["evidence"])[:200] or "no probe changed without it"
+            lines.append(f"| {w['name']} | {'yes' if w['needed'] else '**no: unnecessary here**'} | {evidence} |")
+    cpu = [c for c in cases if c.get("stays_on_cpu") and not c.get("delegates")]
+    if cpu:
+        lines += ["", "## CPU fallback, as expected", "", "| case | why |", "|---|---|"]
+        lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in cpu]
+    lines += _margin_lines(cases) + _statistical_lines(cases)
+    lines += _warning_lines(cases) + _time_lines(report.get("run"))
+    bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
+    if bad:
+        lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
+        for c in bad:
+            error = (c.get("error") or "").splitlines()[0][:160] if c.get("error") else ""
+            lines.append(f"| {c['id']} | {c['outcome']} | {c.get('stage')} | {error} |")
+    return "\n".join(lines) + "\n"
+
+
+
+
+def tolerance_margins(cases: list[dict]) -> list[dict]:
+    """Per tolerance bound (its source: a family default or a trait) and
+    comparison: the bound, how many outputs it covers, the worst observed
+    value, its case, and the share of the bound it uses."""
+    from vgf_conformance.oracles.references import ORACLES
+
+    rows: dict[tuple[str, str], dict] = {}
+    for case in cases:
+        outputs = (case.get("numerics") or {}).get("outputs") or []
+        for output, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
+            for what in ORACLES:
+                if (case.get("tests") or {}).get(f"test_numerics_{what}") == "xfailed":
+                    continue  # a known divergence: its size is in its Expectation, not a margin
+                # With an outlier allowance the cap is what the worst element is held to.
+                capped = "outlier_max_lsb" in tolerance[what]
+                bound = tolerance[what]["outlier_max_lsb" if capped else "max_lsb"]
+                source = tolerance["sources"][f"{what}.{'outlier_max_lsb' if capped else 'max_lsb'}"]
+                source += " (outlier cap)" if capped else ""
+                observed = stats[what]["max_lsb"]
+                row = rows.setdefault((source, what), {
+                    "source": source, "comparison": what, "bound": bound, "outputs": 0,
+                    "worst": -1.0, "case": None, "use": 0.0})
+                row["outputs"] += 1
+                use = observed / bound if bound else float(observed > 0)
+                if use > row["use"] or row["case"] is None:
+                    row.update(worst=observed, case=f"{case['id']}#{output}", use=use, bound=bound)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _statistical_lines(cases: list[dict]) -> list[str]:
+    """Outputs held to statistical bounds (the model tier): per comparison,
+    the SNR, 99th-percentile and max error against their bounds."""
+    from vgf_conformance.oracles.references import ORACLES
+
+    rows = []
+    for case in cases:
+        outputs = (case.get("numerics") or {}).get("outputs") or []
+        for i, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
+            for what in ORACLES:
+                bound, got = tolerance.get(what) or {}, stats.get(what)
+                if got and ("p99_lsb" in bound or "min_snr_db" in bound):
+                    snr = f"{got['snr_db']} (>= {bound['min_snr_db']:g})" if "min_snr_db" in bound else got["snr_db"]
+                    p99 = f"{got['p99_lsb']:g} (<= {bound['p99_lsb']:g})" if "p99_lsb" in bound else f"{got['p99_lsb']:g}"
+                    rows.append(f"| {case['id']}#{i} | {what} | {snr} | {p99} | {got['max_lsb']:g} "
+                                f"(<= {bound['max_lsb']:g}) | {got['bias_lsb'] + 0.0:+g} |")
+    if not rows:
+        return []
+    return ["", "## Statistical bounds", "",
+            "Outputs of deep graphs (the model tier) are held to an SNR floor and a 99th-percentile "
+            "error (LSB) with a max cap, each measured per model (vgf_conformance/cases/tolerances.py, "
+            "MODEL_BOUNDS); the bound is in parentheses.", "",
+            "| case#output | comparison | SNR dB | p99 LSB | max LSB | bias LSB |", "|---|---|---|---|---|---|",
+            *rows]
+
+
+def _margin_lines(cases: list[dict]) -> list[str]:
+    rows = tolerance_margins(cases)
+    if not rows:
+        return []
+    lines = ["", "## Tolerance margins", "",
+             "Each bound's worst observed max error (LSB) over the outputs it decides, and the share "
+             "of the bound it uses. A bound far above what is observed cannot catch a regression of "
+             "that size.", "",
+             "| bound from | comparison | bound | outputs | worst | case | use |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['source']} | {r['comparison']} | {r['bound']:g} | {r['outputs']} | {r['worst']:g} | "
+              f"{r['case']} | {r['use']:.0%} |" for r in rows]
+    return lines
+
+
+def _warning_lines(cases: list[dict]) -> list[str]:
+    seen = Counter(w for c in cases for w in c.get("warnings") or [])
+    if not seen:
+        return []
+    lines = ["", "## Warnings raised during export", "",
+             "Deprecations of today are the next upgrade's failures.", "",
+             "| cases | warning |", "|---|---|"]
+    lines += [f"| {n} | {w.replace('|', '/')[:300]} |" for w, n in seen.most_common()]
+    return lines
+
+
+def _time_lines(run: dict | None) -> list[str]:
+    if not run or not run.get("tiers"):
+        return []
+    tiers = run["tiers"]
+    total = sum(t["seconds"] for t in tiers.values())
+    return ["", "## Time", "",
+            f"Seconds per tier, summed over workers ({total:.0f} s in all, {run.get('wall_seconds', 0):.0f} s "
+            "wall): " + ", ".join(f"{tier} {t['seconds']:.0f} s ({t['tests']} tests)"
+                                  for tier, t in sorted(tiers.items(), key=lambda kv: -kv[1]["seconds"])) + "."]
+
+
+def write_report(report: dict, directory: Path, map_sources: tuple[Path, ...] = ()) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (directory / "report.md").write_text(render_markdown(report))
+    from vgf_conformance.harness.html import write_html  # report.html beside it, with the error maps
+
+    write_html(report, directory, map_sources)  # maps also from map_sources/maps/ (merged shards)
+
+
+def load_shard(directory: Path) -> tuple[dict, list[str] | None]:
+    """A shard's report: its ``report.json``; or, for a shard killed before it
+    wrote one, the report of the cases it logged as it went
+    (:mod:`vgf_conformance.harness.case_log`) and the planned cases it did not
+    finish (None for a complete shard)."""
+    from vgf_conformance.harness import case_log
+
+    if (directory / "report.json").is_file():
+        return json.loads((directory / "report.json").read_text()), None
+    if not (directory / case_log.CASES).is_file():
+        raise ValueError(f"{directory} holds neither report.json nor {case_log.CASES}: not a shard's report directory")
+    records, missing = case_log.read(directory)
+    return build_report(records), missing
+
+
+def merge_reports(reports: list[dict], partial: dict[str, list[str]] | None = None) -> dict:
+    """One report from the reports of disjoint shards; ``partial``: shard ->
+    the cases it planned and did not finish (a killed shard)."""
+    cases: dict[str, CaseRecord] = {}
+    workarounds: dict[str, WorkaroundVerdict] = {}
+    for report in reports:
+        for case in map(CaseRecord.from_dict, report["cases"]):
+            if case.id in cases:
+                raise ValueError(f"case {case.id} is in more than one shard's report")
+            cases[case.id] = case
+        for verdict in map(WorkaroundVerdict.from_dict, report.get("workarounds", [])):
+            workarounds[verdict.name] = verdict
+    runs = [report["run"] for report in reports if report.get("run")]
+    run = merge_run_times(runs) if runs else {}
+    if partial:
+        run["partial_shards"] = {name: {"missing": missing} for name, missing in partial.items()}
+    return _report(cases.values(), workarounds.values(), run or None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.report")
+    sub = parser.add_subparsers(dest="command", required=True)
+    merge = sub.add_parser("merge", help="merge shard reports (directories with report.json)")
+    merge.add_argument("out", type=Path, help="directory for the merged report.json and report.md")
+    merge.add_argument("shards", type=Path, nargs="+",
+                       help="shard report directories (report.json, or a killed shard's cases.jsonl)")
+    args = parser.parse_args(argv)
+    reports, partial = [], {}
+    for directory in args.shards:
+        try:
+            report, missing = load_shard(directory)
+        except (ValueError, OSError) as error:
+            parser.error(f"shards: {error}")
+        reports.append(report)
+        if missing is not None:
+            partial[str(directory)] = missing
+            print(f"partial shard {directory} (no report.json: it was stopped before the end): "
+                  f"{len(report['cases'])} cases recorded, {len(missing)} planned cases missing"
+                  + (f": {', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}" if missing else ""))
+    merged = merge_reports(reports, partial)
+    write_report(merged, args.out, tuple(args.shards))
+    print(f"merged {len(args.shards)} reports, {len(merged['cases'])} cases, into {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""Commands on conformance reports.
+
+    python -m vgf_conformance.report diff OLD NEW [--json] [-o FILE]
+        what changed between two reports (directories or report.json files),
+        per case and section, grouped; Markdown for a pull-request comment
+    python -m vgf_conformance.report compat --baseline DIR CANDIDATE_DIR... [-o docs/compatibility.md]
+        the compatibility matrix from candidate reports (scripts/candidate.sh)
+    python -m vgf_conformance.report merge OUT DIR...
+        merge shard reports (python -m vgf_conformance.harness.report merge)
+
+Exit status: 0, or 2 with a message naming the argument when an input is not
+a readable report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from vgf_conformance.harness import compat, diff
+from vgf_conformance.harness import report as harness_report
+
+
+def _write(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["merge"]:
+        return harness_report.main(argv)
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("diff", help="what changed between two reports")
+    d.add_argument("old", type=Path, help="the earlier report: a directory holding report.json, or the file")
+    d.add_argument("new", type=Path, help="the later report (a candidate's, tonight's)")
+    form = d.add_mutually_exclusive_group()
+    form.add_argument("--markdown", action="store_true", help="Markdown for a pull-request comment (the default)")
+    form.add_argument("--json", action="store_true", help="the diff as JSON")
+    d.add_argument("-o", "--out", type=Path, help="write to this file instead of standard output")
+    c = sub.add_parser("compat", help="the compatibility matrix from candidate reports")
+    c.add_argument("candidates", type=Path, nargs="+", help="candidate report directories (reports/NAME)")
+    c.add_argument("--baseline", type=Path, help="a report of the pinned stack on the same cases "
+                   "(numerics and warnings are compared with it)")
+    c.add_argument("-o", "--out", type=Path, help="write here (e.g. docs/compatibility.md) instead of standard output")
+    sub.add_parser("merge", help="merge shard reports: merge OUT DIR... (see python -m vgf_conformance.harness.report)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "diff":
+            old = diff.load_report(args.old, "OLD")
+            new = diff.load_report(args.new, "NEW")
+            delta = diff.diff_reports(old, new, str(args.old), str(args.new))
+            text = (json.dumps(diff.to_json(delta), indent=2, sort_keys=True) + "\n" if args.json
+                    else diff.render_markdown(delta))
+            _write(text, args.out)
+            return 0
+        baseline = diff.load_report(args.baseline, "--baseline") if args.baseline else None
+        reports = [(path.name, diff.load_report(path, f"candidate {path}")) for path in args.candidates]
+        _write(compat.render_matrix(baseline, reports, args.baseline.name if args.baseline else ""), args.out)
+        return 0
+    except diff.ReportError as error:
+        parser.exit(2, f"{parser.prog} {args.command}: error: {error}\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
