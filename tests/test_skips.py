@@ -71,3 +71,23 @@ def test_an_undeclared_skip_fails_a_strict_run_and_is_counted_in_any(pytester, s
         assert "ERROR: 2 test(s) skipped for a reason this run does not accept" in out
     else:
         assert result.ret == pytest.ExitCode.OK, out
+
+
+def test_ini_paths_resolve_against_the_configuration_file(pytester, monkeypatch):
+    """vgf_golden_dir and vgf_durations in a team's configuration resolve against
+    its directory, not the current one; the command line still wins."""
+    team = pytester.mkdir("team")
+    (team / "pytest.ini").write_text("[pytest]\nvgf_golden_dir = golden\nvgf_durations = d.json\n")
+    (team / "test_where.py").write_text(
+        "def test_where(pytestconfig):\n"
+        "    print('GOLDEN=' + pytestconfig.option.vgf_golden_dir)\n"
+        "    print('DURATIONS=' + str(pytestconfig.option.vgf_durations))\n")
+    (team / "golden").mkdir()
+    (team / "d.json").write_text('{"about": "", "seconds": {}}')
+    elsewhere = pytester.mkdir("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-c", str(team / "pytest.ini"),
+                                           str(team / "test_where.py"))
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert f"GOLDEN={team / 'golden'}" in out and f"DURATIONS={team / 'd.json'}" in out
