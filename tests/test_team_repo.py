@@ -5,12 +5,15 @@ accepts it. And the package's wheel carries the plugin and its data files."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -137,3 +140,79 @@ def test_a_wheel_without_package_data_is_caught(tmp_path):
     stripped = re.sub(r'"vgf_conformance\.oracles\.vulkan" = \[.*?\]\n', "", pyproject)
     assert stripped != pyproject
     assert "vgf_conformance/oracles/vulkan/shaders/grid_sampler.comp" in _missing_from(_wheel(tmp_path, stripped))
+
+
+# ---------------------------------------------------------------------------
+# A non-editable install into a fresh venv, beside tosa-tools
+# ---------------------------------------------------------------------------
+STACK_SITE = Path(sysconfig.get_paths()["purelib"])  # the pinned stack of .venv
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> Path:
+    """A new venv with this package's wheel and tosa-tools' wheel installed
+    into its own site-packages (no editable finder, no repository on the
+    path), the rest of the pinned stack reached through a path entry: where
+    a regular install would merge two top-level ``conformance/`` folders."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheel = _wheel(tmp, (REPO / "pyproject.toml").read_text()).filename
+    venv = tmp / "venv"
+    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    # A plain path line: the stack's modules, not its .pth files (so not the
+    # editable finder of this repository's own development install).
+    (site / "zz_pinned_stack.pth").write_text(f"{STACK_SITE}\n")
+    tosa_tools = importlib.metadata.version("tosa-tools")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
+                    wheel, f"tosa-tools=={tosa_tools}"], check=True, capture_output=True, timeout=900)
+    return venv
+
+
+def _in_venv(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: int = 120):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_PLUGINS")}
+    # The venv's own scripts first; the stack's native tools (model-converter) after them.
+    environ["PATH"] = os.pathsep.join([str(venv / "bin"), str(Path(sys.executable).parent), environ["PATH"]])
+    environ.update(env or {})
+    return subprocess.run([str(venv / "bin" / "python"), *args], cwd=cwd, env=environ,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_wheel_in_a_fresh_venv_beside_tosa_tools_imports_its_own_modules(fresh_venv, tmp_path):
+    probe = _in_venv(fresh_venv, "-c", textwrap.dedent("""
+        import importlib.metadata as md, json, pathlib
+        import conformance, vgf_conformance, vgf_conformance.harness.plugin, vgf_export
+        def owner(package):  # the distributions with a file in the package's folders
+            folders = [pathlib.Path(p).resolve() for p in package.__path__]
+            return sorted({d.metadata["Name"] for d in md.distributions() for f in d.files or ()
+                           if pathlib.Path(d.locate_file(f)).resolve().parent in folders})
+        plugins = [e.value for e in md.entry_points(group="pytest11") if e.name == "vgf_conformance"]
+        print(json.dumps({m.__name__: owner(m) for m in (conformance, vgf_conformance, vgf_export)}
+                         | {"plugins": plugins}))
+        """), cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    owners = json.loads(probe.stdout)
+    # Each top-level package is its own distribution's, in the fresh venv.
+    assert owners == {"conformance": ["tosa-tools"], "vgf_conformance": ["vgf-conformance"],
+                      "vgf_export": ["vgf-conformance"], "plugins": ["vgf_conformance.harness.plugin"]}, owners
+    site = next((fresh_venv / "lib").glob("python3.*/site-packages"))
+    assert not (site / "conformance" / "harness").exists()  # nothing of ours in tosa-tools' folder
+
+
+@pytest.mark.parametrize("autoload", ["on", "off"])
+def test_a_wheel_in_a_fresh_venv_runs_the_team_repository(fresh_venv, tmp_path, autoload):
+    team = tmp_path / "team"
+    shutil.copytree(EXAMPLE, team, ignore=shutil.ignore_patterns("__pycache__", "out"))
+    args = ["-m", "pytest", "-m", "quick", "-v", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning"]
+    env = {"CI": "true"}  # the Vulkan tier required: it runs, no skip
+    if autoload == "off":  # the plugin (and syrupy, whose fixture it uses) named by entry point
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        args += ["-p", "vgf_conformance", "-p", "syrupy"]
+    result = _in_venv(fresh_venv, *args, cwd=team, env=env, timeout=1200)
+    outcomes = {(test, case): outcome for test, case, outcome in RESULT.findall(result.stdout)}
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert outcomes == {(t, "thumbnail-down4-int8io"): "PASSED" for t in TIERS}, result.stdout[-4000:]
+    # The modules that ran are the wheel's, not this repository's.
+    assert str(REPO) not in result.stdout
