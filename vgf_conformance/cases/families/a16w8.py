@@ -18,7 +18,14 @@ from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import Bound
 
 A16W8 = dict(quant_config="a16w8")
-QUICK = frozenset({"a16w8-resize-bilinear-ac0-up2-int16io"})
+# The pull-request tier, chosen by coverage (python -m vgf_conformance.harness.coverage
+# --from-scratch; tests/test_coverage.py): with the other families' quick cases,
+# every lowering feature of the full matrix at the least recorded time. Each
+# case with the features only it brings to the tier.
+QUICK = frozenset({
+    "a16w8-conv-resize-conv-up2-int16io",  # CONV2D INT16 x INT8, 16-bit RESCALE and CLAMP
+    "a16w8-resize-nearest-up2-int16io",  # RESIZE INT16->INT16
+})
 
 
 def _case(name: str, model, traits=()) -> Case:

@@ -26,10 +26,15 @@ from vgf_conformance.cases import zoo
 from vgf_conformance.cases.case import Case, Expectation, InputSpec
 from vgf_conformance.cases.family import Family
 
-#: The cheapest models that still cover grid_sample and resize.
-#: (affine-stabilize: grid_sample, about 6 s to export; superres: a bilinear
-#: resize and pixel_shuffle, about 4 s; the others take 8 to 20 s).
-QUICK = frozenset({"model-affine-stabilize-rgba-96x128", "model-superres-x2-32x48-int8io"})
+# The pull-request tier, chosen by coverage (python -m vgf_conformance.harness.coverage
+# --from-scratch; tests/test_coverage.py): with the other families' quick cases,
+# every lowering feature of the full matrix at the least recorded time. Each
+# case with the features only it brings to the tier.
+QUICK = frozenset({
+    "model-affine-stabilize-rgba-96x128",  # CAST FP32->INT16, REDUCE_SUM
+    "model-ifnet-64x96-int8io",  # strided CONV2D, TABLE, RESHAPE INT8 and INT32
+    "model-unet-64x64-int8io",  # MAX_POOL2D, CLAMP INT8
+})
 
 
 def _smooth(c: int, h: int, w: int) -> InputSpec:
