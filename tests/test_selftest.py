@@ -1,0 +1,65 @@
+"""The self-test's faults (vgf_conformance/selftest): each patches the real
+stack and is undone; the plugin applies the named one in a run, where the
+suite catches it; python -m vgf_conformance.selftest prints what caught each."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vgf_conformance.selftest import faults
+from vgf_conformance.selftest.__main__ import caught
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = {"quantizer", "partitioner", "arm-pass", "tosa-serialization", "model-converter", "pte-emitter"}
+
+
+@pytest.mark.parametrize("name", sorted(faults.FAULTS))
+def test_each_fault_patches_the_stack_and_is_undone(name):
+    fault = faults.FAULTS[name]
+    assert fault.layer in LAYERS and fault.what
+    if isinstance(fault.apply, faults.Patch):  # an attribute of the stack: replaced, then restored
+        original = fault.apply.current()
+        undo = fault.apply()
+        patched = fault.apply.current()
+        undo()
+        assert patched is not original and fault.apply.current() is original
+    else:  # the model converter: a shim named by MODEL_CONVERTER_PATH, then unset
+        before = os.environ.get("MODEL_CONVERTER_PATH")
+        undo = fault.apply()
+        shim = Path(os.environ["MODEL_CONVERTER_PATH"])
+        assert shim.is_file() and os.access(shim, os.X_OK)
+        undo()
+        assert os.environ.get("MODEL_CONVERTER_PATH") == before
+
+
+def test_an_unknown_fault_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"VGF_INJECT_FAULT: unknown fault 'nope'; known: .*clamp-min-raised"):
+        faults.get("nope")
+
+
+def _suite(tmp_path: Path, fault: str | None, case: str) -> tuple[int, dict]:
+    env = {k: v for k, v in os.environ.items() if k != faults.ENV}
+    if fault:
+        env[faults.ENV] = fault
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "vgf_conformance.selftest.inject", "-p",
+                           "no:cacheprovider", "-n", "0", "-q", "vgf_conformance/test_cases.py", "--vgf-case", case,
+                           "--vgf-report", str(tmp_path / (fault or "none"))],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    report = json.loads((tmp_path / (fault or "none") / "report.json").read_text())
+    return proc.returncode, report
+
+
+def test_an_injected_fault_is_caught_where_the_run_without_it_passes(tmp_path):
+    case = "conv-relu-int8io"
+    status, report = _suite(tmp_path, None, case)
+    assert status == 0 and caught(report) == ([], {})
+    status, report = _suite(tmp_path, "conv2d-pad-shifted", case)
+    cases, checks = caught(report)
+    assert status == 1 and cases == [case]
+    assert {"test_golden", "test_numerics_vs_fake_quant"} <= set(checks), checks

@@ -1,0 +1,298 @@
+"""Faults injected into the real stack: the suite proving it can fail.
+
+Each :class:`Fault` patches the pinned stack at one point where a release
+could plausibly regress (the quantizer's observers, the partitioner's support
+checks, an Arm pass, the TOSA serialization of one op, the model converter,
+the ``.pte`` emitter) and
+changes what an export produces. ``python -m vgf_conformance.selftest`` runs
+the quick tier (or the full matrix) under each and prints which cases and
+which checks caught it; a fault no check catches is a hole in the suite.
+
+A fault is applied in every process of a run by the pytest plugin
+:mod:`vgf_conformance.selftest.inject` (``-p vgf_conformance.selftest.inject``,
+fault named by :data:`ENV`), never by the suite itself. Adding a fault is one
+entry in :data:`FAULTS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+#: The environment variable naming the fault of a run.
+ENV = "VGF_INJECT_FAULT"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    name: str
+    #: Where in the stack: quantizer, partitioner, arm-pass, tosa-serialization, model-converter, pte-emitter.
+    layer: str
+    #: What a release would have broken, in a sentence.
+    what: str
+    #: Patches the stack; returns a function that undoes it.
+    apply: Callable[[], Callable[[], None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """Replaces ``owner``'s ``attribute`` with ``make(original)``; ``owner`` is
+    ``"module"`` or ``"module:Class"``; calling it patches and returns the undo."""
+    owner: str
+    attribute: str
+    make: Callable[[Any], Any]
+    static: bool = False
+
+    def holder(self) -> Any:
+        module, _, cls = self.owner.partition(":")
+        found = importlib.import_module(module)
+        return getattr(found, cls) if cls else found
+
+    def current(self) -> Any:
+        holder = self.holder()
+        return holder.__dict__[self.attribute] if isinstance(holder, type) else getattr(holder, self.attribute)
+
+    def __call__(self) -> Callable[[], None]:
+        holder, original = self.holder(), self.current()
+        function = original.__func__ if isinstance(original, staticmethod) else original
+        replacement = self.make(function)
+        setattr(holder, self.attribute, staticmethod(replacement) if self.static else replacement)
+        return lambda: setattr(holder, self.attribute, original)
+
+
+_patch = Patch
+
+
+def _with_node_args(change: Callable[[tuple], tuple]):
+    """A visitor's ``define_node`` that serializes ``change(node.args)``."""
+    def make(define_node):
+        @functools.wraps(define_node)
+        def faulty(self, node, tosa_graph, inputs, output, *args, **kwargs):
+            saved = node.args
+            node.args = change(tuple(node.args))
+            try:
+                return define_node(self, node, tosa_graph, inputs, output, *args, **kwargs)
+            finally:
+                node.args = saved
+        return faulty
+    return make
+
+
+def _with_special(**changes: Callable[[list], list]):
+    """A visitor's ``define_node`` that serializes ``change(list)`` of the
+    attribute lists of its inputs (``input1=change``: input 1)."""
+    def make(define_node):
+        @functools.wraps(define_node)
+        def faulty(self, node, tosa_graph, inputs, output, *args, **kwargs):
+            indices = {int(key.removeprefix("input")): change for key, change in changes.items()}
+            saved = {i: inputs[i].special for i in indices}
+            for i, change in indices.items():
+                inputs[i].special = change(list(saved[i]))
+            try:
+                return define_node(self, node, tosa_graph, inputs, output, *args, **kwargs)
+            finally:
+                for i, value in saved.items():
+                    inputs[i].special = value
+        return faulty
+    return make
+
+
+def _with_node_kwargs(change: Callable[[dict], dict]):
+    """A visitor's ``define_node`` that serializes ``change(node.kwargs)``."""
+    def make(define_node):
+        @functools.wraps(define_node)
+        def faulty(self, node, *args, **kwargs):
+            saved = node.kwargs
+            node.kwargs = change(dict(saved))
+            try:
+                return define_node(self, node, *args, **kwargs)
+            finally:
+                node.kwargs = saved
+        return faulty
+    return make
+
+
+def _pad_value_raised(kwargs: dict) -> dict:
+    value = kwargs.get("value", 0)
+    return {**kwargs, "value": value + 1 if isinstance(value, int) else value + 2 ** -7}
+
+
+def _refused(is_supported):
+    @functools.wraps(is_supported)
+    def faulty(self, node, tosa_spec):
+        return False
+    return faulty
+
+
+def _plain_min_max(calculate_qparams):
+    @functools.wraps(calculate_qparams)
+    def faulty(self):
+        return self._calculate_qparams(self.min_val, self.max_val)
+    return faulty
+
+
+def _scaled_qparams(factor: float):
+    def make(calculate_qparams):
+        @functools.wraps(calculate_qparams)
+        def faulty(self, *args, **kwargs):
+            scale, zero_point = calculate_qparams(self, *args, **kwargs)
+            return scale * factor, zero_point
+        return faulty
+    return make
+
+
+def _table_shifted(generate):
+    @functools.wraps(generate)
+    def faulty(self, *args, **kwargs):
+        table, shift = generate(self, *args, **kwargs)
+        return (table.to(dtype=__import__("torch").int16) + 1).clamp(-128, 127).to(table.dtype), shift
+    return faulty
+
+
+def _multiplier_biased(compute):
+    @functools.wraps(compute)
+    def faulty(scales, *args, **kwargs):
+        return compute([s * (1 + 2 ** -8) for s in scales], *args, **kwargs)
+    return faulty
+
+
+def _rounding_double(build):
+    @functools.wraps(build)
+    def faulty(self, node, tosa_graph, scale, input_node, output, input_zp, output_zp, rounding_mode, *args, **kw):
+        import tosa_serializer as ts
+
+        return build(self, node, tosa_graph, scale, input_node, output, input_zp, output_zp,
+                     ts.RoundingMode.DOUBLE_ROUND, *args, **kw)
+    return faulty
+
+
+def _resize_offset(get_parameters):
+    @functools.wraps(get_parameters)
+    def faulty(*args, **kwargs):
+        numerator, denominator, offset, border = get_parameters(*args, **kwargs)
+        return numerator, denominator, offset + 1, border
+    return faulty
+
+
+def _clamp_raised(args: tuple) -> tuple:
+    low = args[1]
+    return (args[0], low + 1 if isinstance(low, int) else low + 2 ** -7, *args[2:])
+
+
+def _pad_shifted(pad: list) -> list:
+    top, bottom, left, right = pad
+    return [max(top - 1, 0), bottom + min(top, 1), max(left - 1, 0), right + min(left, 1)]
+
+
+_REAL_CONVERTER = "VGF_INJECT_FAULT_REAL_MODEL_CONVERTER"
+
+
+def _model_converter_flags(*flags: str) -> Callable[[], Callable[[], None]]:
+    """The model converter, as a release that changed these defaults would run."""
+    def apply() -> Callable[[], None]:
+        from executorch.backends.arm.vgf.model_converter import find_model_converter_binary
+
+        # As vgf_export finds it: ExecuTorch's lookup, else beside this interpreter;
+        # in an xdist worker, the one the controller's shim wraps (not the shim).
+        real = os.environ.get(_REAL_CONVERTER) or find_model_converter_binary() or \
+            shutil.which("model-converter") or str(Path(sys.executable).parent / "model-converter")
+        if not os.access(real, os.X_OK):
+            raise RuntimeError(f"model-converter not found (tried {real}): the fault needs the real one")
+        shim = Path(tempfile.mkdtemp(prefix="vgf-fault-")) / "model-converter"
+        shim.write_text(f'#!/bin/sh\nexec "{real}" {" ".join(flags)} "$@"\n')
+        shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+        saved = {k: os.environ.get(k) for k in ("MODEL_CONVERTER_PATH", _REAL_CONVERTER)}
+        os.environ.update({"MODEL_CONVERTER_PATH": str(shim), _REAL_CONVERTER: real})
+
+        def undo() -> None:
+            for key, value in saved.items():
+                os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        return undo
+    return apply
+
+
+def _dim_order_contiguous(emit):
+    @functools.wraps(emit)
+    def faulty(self, *args, **kwargs):
+        value = emit(self, *args, **kwargs)
+        tensor = getattr(getattr(value, "val", None), "dim_order", None)
+        if tensor is not None and list(tensor) != sorted(tensor):
+            value.val.dim_order = sorted(tensor)
+        return value
+    return faulty
+
+
+_OPS = "executorch.backends.arm.operators"
+_OBSERVERS = "torchao.quantization.pt2e.observer"
+_REGISTRY = [
+    Fault("activation-observer-widened", "quantizer",
+          "the activation observer (HistogramObserver) calibrates a 1 % wider range",
+          _patch(f"{_OBSERVERS}:HistogramObserver", "calculate_qparams", _scaled_qparams(1.01))),
+    Fault("weight-observer-widened", "quantizer",
+          "the per-channel weight observer calibrates a 2 % wider range",
+          _patch(f"{_OBSERVERS}:PerChannelMinMaxObserver", "calculate_qparams", _scaled_qparams(1.02))),
+    Fault("rescale-multiplier-biased", "arm-pass",
+          "RESCALE multipliers are computed from scales 0.4 % too large",
+          _patch(f"{_OPS}.op_tosa_rescale", "_compute_multiplier_and_shift", _multiplier_biased)),
+    Fault("rescale-double-round", "tosa-serialization",
+          "RESCALE is serialized with DOUBLE_ROUND instead of SINGLE_ROUND",
+          _patch(f"{_OPS}.op_tosa_rescale:RescaleVisitor", "_build_rescale", _rounding_double)),
+    Fault("resize-offset-shifted", "arm-pass",
+          "the upsample rewrite computes each RESIZE offset one step too large",
+          _patch("executorch.backends.arm._passes.rewrite_upsample:RewriteUpsamplePass",
+                 "get_resize_parameters_1d", _resize_offset, static=True)),
+    Fault("table-values-shifted", "arm-pass",
+          "the 8-bit TABLE lookup values are one code too high",
+          _patch("executorch.backends.arm._passes.insert_table_ops:InsertTableOpsPass",
+                 "generate_8bit_table_values", _table_shifted)),
+    Fault("clamp-min-raised", "tosa-serialization",
+          "CLAMP is serialized with its lower bound one step higher",
+          _patch(f"{_OPS}.op_tosa_clamp:ClampVisitor", "define_node", _with_node_args(_clamp_raised))),
+    Fault("concat-inputs-reversed", "tosa-serialization",
+          "CONCAT is serialized with its inputs in reverse order",
+          _patch(f"{_OPS}.op_tosa_concat:CatVisitor", "define_node",
+                 _with_special(input0=lambda tensors: tensors[::-1]))),
+    Fault("maxpool-window-grown", "tosa-serialization",
+          "MAX_POOL2D is serialized with a window one larger, padded at the bottom and right to keep its shape",
+          _patch(f"{_OPS}.op_tosa_max_pool2d:MaxPool2dVisitor", "define_node",
+                 _with_special(input1=lambda kernel: [k + 1 for k in kernel],
+                               input3=lambda pad: [pad[0], pad[1] + 1, pad[2], pad[3] + 1]))),
+    Fault("conv2d-pad-shifted", "tosa-serialization",
+          "CONV2D padding moves from top/left to bottom/right (same output shape, shifted)",
+          _patch(f"{_OPS}.op_tosa_conv2d:Conv2dVisitor", "define_node", _with_special(input4=_pad_shifted))),
+    Fault("pad-value-raised", "tosa-serialization",
+          "PAD is serialized with its fill value one code higher (the zero point forgotten)",
+          _patch(f"{_OPS}.op_tosa_pad:TosaPadVisitor", "define_node", _with_node_kwargs(_pad_value_raised))),
+    Fault("activation-observer-minmax", "quantizer",
+          "the activation observer takes the plain min and max (no histogram search for the best range)",
+          _patch(f"{_OBSERVERS}:HistogramObserver", "calculate_qparams", _plain_min_max)),
+    Fault("partitioner-refuses-nearest", "partitioner",
+          "the partitioner's support check refuses every nearest upsample (they run on the CPU)",
+          _patch("executorch.backends.arm.operator_support.upsample_support:UpsampleNearest2dSupported",
+                 "is_node_tosa_supported", _refused)),
+    Fault("model-converter-fp16", "model-converter",
+          "the model converter narrows FP32 operands to FP16 by default",
+          _model_converter_flags("--type-narrowing", "full")),
+    Fault("model-converter-debug-info", "model-converter",
+          "the model converter emits SPIR-V debug information by default",
+          _model_converter_flags("--emit-debug-info")),
+    Fault("pte-dim-order-dropped", "pte-emitter",
+          "the .pte emitter writes every tensor's dim order as contiguous",
+          _patch("executorch.exir.emit._emitter:_Emitter", "_tensor_spec_to_evalue", _dim_order_contiguous)),
+]
+FAULTS: dict[str, Fault] = {f.name: f for f in _REGISTRY}
+
+
+def get(name: str) -> Fault:
+    try:
+        return FAULTS[name]
+    except KeyError:
+        raise ValueError(f"{ENV}: unknown fault {name!r}; known: {', '.join(sorted(FAULTS))}") from None
