@@ -162,7 +162,17 @@ def test_a_rounding_mode_changed_fails_naming_the_op(exported):
         flatbuffers.encode.Write(flatbuffers.packer.uint32, buffer, attrs._tab.Pos + offset, 3)  # DOUBLE_ROUND
 
     message = _fails_naming(_golden_with_tosa(exported, patch), f"tosa[0].ops[{rescale}]", "(exact)")
-    assert "rounding_mode=DOUBLE_ROUND" in message
+    # The field that changed, not the whole op line.
+    assert f"tosa[0].ops[{rescale}] RESCALE rounding_mode: stored SINGLE_ROUND, new DOUBLE_ROUND (exact)" \
+        in message, message
+
+
+def test_an_op_line_change_is_told_field_by_field():
+    before = ("op[2] CLAMP(min_val=0 max_val=127) INT8[1x8x8x4] -> INT8[1x8x8x4] <- op[1].out[0]")
+    after = ("op[2] CLAMP(min_val=1 max_val=127) INT8[1x8x8x4] -> INT8[1x8x8x4] <- op[0].out[0]")
+    assert compliance.op_changes(before, after) == {"min_val": ("0", "1"), "sources": ("op[1].out[0]", "op[0].out[0]")}
+    assert compliance.op_changes(before, after.replace("CLAMP", "MAXIMUM"))["op"] == ("CLAMP", "MAXIMUM")
+    assert compliance.op_changes(before, "not an op line") == {}
 
 
 def test_one_weight_code_changed_fails_naming_the_op(exported):

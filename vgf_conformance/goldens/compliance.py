@@ -33,6 +33,8 @@ golden inside every band is left byte-identical by ``--snapshot-update``.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import re
 from typing import Any
 
@@ -167,7 +169,10 @@ def _walk(before, after, where: str, section: str, verdict: Verdict, key: str = 
             else:
                 _walk(before[k], after[k], f"{where}.{k}", section, verdict, k)
         return
-    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+    if isinstance(before, list) and isinstance(after, list):
+        if len(before) != len(after):
+            verdict.exact(f"{where} (length)", section, len(before), f"{len(after)}: {list_change(before, after)}")
+            return
         for i, (b, a) in enumerate(zip(before, after)):
             _walk(b, a, f"{where}[{i}]", section, verdict, key)
         return
@@ -181,9 +186,23 @@ def _walk(before, after, where: str, section: str, verdict: Verdict, key: str = 
     verdict.exact(where, section, before, after)
 
 
+def list_change(before: list, after: list) -> str:
+    """Entries removed from and added to a list, in order (``difflib``), for
+    a list whose length changed: which ops, kernels or instructions."""
+    matcher = difflib.SequenceMatcher(a=[json.dumps(v, sort_keys=True) for v in before],
+                                      b=[json.dumps(v, sort_keys=True) for v in after], autojunk=False)
+    parts = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("delete", "replace"):
+            parts.append(f"removed at {i1}: {_short(before[i1:i2], 200)}")
+        if tag in ("insert", "replace"):
+            parts.append(f"added at {j1}: {_short(after[j1:j2], 200)}")
+    return "; ".join(parts)
+
+
 def _compare_list(before: list, after: list, where: str, verdict: Verdict, section: str, each) -> None:
     if len(before) != len(after):
-        verdict.exact(f"{where} (length)", section, len(before), len(after))
+        verdict.exact(f"{where} (length)", section, len(before), f"{len(after)}: {list_change(before, after)}")
         return
     for i, (b, a) in enumerate(zip(before, after)):
         if b != a:
@@ -225,6 +244,28 @@ def split_op_line(line: str) -> tuple[str, dict[str, list]]:
     return _TOKEN.sub(mask, line), values
 
 
+_OP_LINE = re.compile(r"^op\[\d+\] (?P<op>[A-Z0-9_]+)\((?P<attrs>.*?)\) ?(?P<operands>.*?) -> "
+                      r"(?P<results>\S*) <- ?(?P<sources>.*)$")
+
+
+def op_changes(before: str, after: str, tolerant=frozenset()) -> dict[str, tuple[str, str]]:
+    """What differs between two op lines, field by field: the op, each
+    attribute (but the ``tolerant`` ones, compared in their band), the
+    operands, results and sources; empty when either is not an op line."""
+    parts = []
+    for line in (before, after):
+        match = _OP_LINE.match(line)
+        if not match:
+            return {}
+        fields = {"op": match["op"], "operands": match["operands"], "results": match["results"],
+                  "sources": match["sources"]}
+        fields.update((f"{name}", value) for name, value in _TOKEN.findall(match["attrs"]))
+        parts.append(fields)
+    b, a = parts
+    return {name: (b.get(name, "(none)"), a.get(name, "(none)")) for name in dict.fromkeys([*b, *a])
+            if name not in tolerant and b.get(name) != a.get(name)}
+
+
 def _effective(multipliers: list[int], shifts: list[int]) -> list[float]:
     if len(shifts) == 1 and len(multipliers) > 1:
         shifts = shifts * len(multipliers)
@@ -254,8 +295,13 @@ def _compare_op(before: str, after: str, where: str, verdict: Verdict) -> None:
     skeleton_a, values_a = split_op_line(after)
     op = before.split("(", 1)[0].split("] ", 1)[-1]
     if skeleton_b != skeleton_a or set(values_b) != set(values_a):
-        verdict.exact(where, "tosa", before, after)
-        return
+        changes = op_changes(before, after, tolerant=set(values_b) & set(values_a))
+        if not changes:  # not op lines this reader knows: the whole line
+            verdict.exact(where, "tosa", before, after)
+        for field, (b, a) in changes.items():
+            verdict.exact(f"{where} {op} {field}", "tosa", b, a)
+        if skeleton_b.split("(", 1)[0] != skeleton_a.split("(", 1)[0] or set(values_b) != set(values_a):
+            return
     if "multiplier" in values_b:
         scales_b = _effective(values_b["multiplier"], values_b.get("shift", [0]))
         scales_a = _effective(values_a["multiplier"], values_a.get("shift", [0]))
