@@ -63,3 +63,9 @@ def test_an_injected_fault_is_caught_where_the_run_without_it_passes(tmp_path):
     cases, checks = caught(report)
     assert status == 1 and cases == [case]
     assert {"test_golden", "test_numerics_vs_fake_quant"} <= set(checks), checks
+    # The failure says which op: the convolution's requantized output, in the report too.
+    (record,) = report["cases"]
+    first = record["localization"]["first"]
+    assert (first["op"], first["source"]) == ("RESCALE", "conv2d") and first["local_lsb"] > 100, record["localization"]
+    assert "| conv-relu-int8io | delegate 0 op[" in (tmp_path / "conv2d-pad-shifted" / "report.md").read_text()
+    assert "Where it diverges" in (tmp_path / "conv2d-pad-shifted" / "report.html").read_text()

@@ -15,6 +15,7 @@ from vgf_conformance.goldens import changed_sections, describe_changes, golden_p
 from vgf_conformance.goldens.compliance import describe as describe_verdict
 from vgf_conformance.goldens.store import verdict as golden_verdict
 from vgf_conformance.oracles.compare import compare, dequantize
+from vgf_conformance.oracles.localize import describe_first, localize_run
 from vgf_conformance.oracles.lowered import output_quant, quantize_inputs
 from vgf_conformance.oracles.references import ORACLES
 from vgf_conformance.harness.plugin import accept_command, record_case
@@ -90,6 +91,11 @@ def test_delegation(case_run, request):
         "stays_on_cpu with the reason in the case table.")
 
 
+#: The comparison whose unexpected failure is localized to a TOSA op: the
+#: lowered program against the PT2E program it was lowered from.
+LOCALIZED = "vs_fake_quant"
+
+
 def _check_outputs(case_run, request, oracle) -> None:
     numerics = case_run.require_numerics()
     record_case(request, case_run)
@@ -103,6 +109,11 @@ def _check_outputs(case_run, request, oracle) -> None:
                      for i, outside in enumerate(numerics.outside_range) if outside]
     if failures:
         record_case(request, case_run, error_maps=write_case_maps(case_run))  # where it differs
+        if oracle.name == LOCALIZED and case_run.result.quantized_module is not None \
+                and case_run.unexcused(oracle.name, failures):  # a new failure: which op makes it
+            localization = localize_run(case_run.case)
+            record_case(request, case_run, localization=localization)
+            failures.append(f"where: {describe_first(localization)}")
         case_run.fail_check(oracle.name, f"the lowered program (TOSA reference) against {oracle.what}",
                             failures)
 

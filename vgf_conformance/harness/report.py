@@ -65,6 +65,9 @@ class CaseRecord:
     changed. ``error_maps``: PNGs of where the numerics differ, relative to
     ``run.artifacts`` (:mod:`vgf_conformance.harness.errormaps`), for a case whose
     numerics fail, diverge as expected or drift against the golden.
+    ``localization``: for an unexpected failure against fake-quant, the first
+    TOSA op that adds more than its bounds to its PT2E source
+    (:mod:`vgf_conformance.oracles.localize`).
     ``run``: run-specific data (artifacts path, seconds per stage, Vulkan
     batch): the only part that differs between two runs of the same stack.
     """
@@ -88,6 +91,7 @@ class CaseRecord:
     warnings: list = dataclasses.field(default_factory=list)
     golden_diff: list = dataclasses.field(default_factory=list)
     error_maps: list = dataclasses.field(default_factory=list)
+    localization: dict | None = None
     run: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -210,6 +214,14 @@ def render_markdown(report: dict) -> str:
         lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in cpu]
     lines += _margin_lines(cases) + _statistical_lines(cases)
     lines += _warning_lines(cases) + _time_lines(report.get("run"))
+    localized = [c for c in cases if c.get("localization")]
+    if localized:
+        lines += ["", "## Where numerics diverge", "",
+                  "The first TOSA op that adds more than its bounds to its PT2E source "
+                  "(`python -m vgf_conformance.oracles.localize CASE` prints every op).", "",
+                  "| case | first op | what it adds |", "|---|---|---|"]
+        for c in localized:
+            lines.append(f"| {c['id']} | {_first_op(c['localization'])} |")
     bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
     if bad:
         lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
@@ -219,6 +231,18 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+
+
+def _first_op(localization: dict) -> str:
+    """A localization's first op and what it adds, as two table cells."""
+    if localization.get("error"):
+        return f"not localized | {localization['error'][:160]}"
+    first = localization.get("first")
+    if not first:
+        return "none: every op within its bounds | (a part outside the TOSA graph, or a sum of small steps)"
+    return (f"delegate {first['delegate']} op[{first['op_index']}] {first['op']} (from `{first['source']}`) | "
+            f"{first['local_lsb']:g} LSB on {first['differing']} of {first['elements']} elements, "
+            f"bias {first['local_bias_lsb']:+.3f}")
 
 
 def tolerance_margins(cases: list[dict]) -> list[dict]:

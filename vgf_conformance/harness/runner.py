@@ -97,6 +97,14 @@ class CaseRun:
             f"{failure.describe()}\nartifacts: {self.artifacts}{hint}"
         )
 
+    def unexcused(self, check: str, failures: list[str]) -> list[tuple[str, str]]:
+        """The failures of ``check`` the case's expectation does not excuse,
+        each with why (all of them when it has none for ``check``)."""
+        expect = self.case.expect
+        if expect is None or check not in expect.checks:
+            return [(f, "no expectation for this check") for f in failures]
+        return [(f, why) for f in failures if (why := expect.excuses(f)) is not None]
+
     def fail_check(self, check: str, what: str, message: str | list[str]) -> None:
         """Raise for a failed check of the run (a comparison, ``pte``): as
         expected (xfail) or as a real failure. ``what`` says what was checked;
@@ -106,11 +114,9 @@ class CaseRun:
         failures = [message] if isinstance(message, str) else list(message)
         message = "\n".join(failures)
         expect = self.case.expect
-        unexcused = []
-        if expect is not None and check in expect.checks:
-            unexcused = [(f, why) for f in failures if (why := expect.excuses(f)) is not None]
-            if not unexcused:
-                raise ExpectedStageFailure(f"[run] {check}: {message}\n(expected: {expect.reason})")
+        unexcused = self.unexcused(check, failures)
+        if expect is not None and check in expect.checks and not unexcused:
+            raise ExpectedStageFailure(f"[run] {check}: {message}\n(expected: {expect.reason})")
         hint = ""
         if expect is not None and check in expect.checks:
             hint = (f"\nexpected instead: /{expect.match}/ ({expect.reason}); it does not excuse: "

@@ -400,6 +400,31 @@ def localize(case, root: Path) -> Localization:
     return Localization(case.id, rows)
 
 
+def describe_first(localization: dict) -> str:
+    """One line for a failure message: the op a recorded localization names."""
+    if localization.get("error"):
+        return f"not localized ({localization['error'][:200]})"
+    first = localization.get("first")
+    if not first:
+        return ("every TOSA op is within its bounds of its PT2E source (the divergence is outside the "
+                "TOSA graph, or a sum of small steps)")
+    return (f"the first TOSA op that adds more than its bounds to its PT2E source is delegate "
+            f"{first['delegate']} op[{first['op_index']}] {first['op']} (from PT2E node {first['source']}): "
+            f"{first['local_lsb']:g} LSB on {first['differing']} of {first['elements']} elements, bias "
+            f"{first['local_bias_lsb']:+.3f}; python -m vgf_conformance.oracles.localize {localization['case']}")
+
+
+def localize_run(case) -> dict:
+    """The localization of ``case`` as the report records it; a failure to
+    localize is recorded as such (``error``), never raised: it explains a
+    failure, it is not one."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="vgf-localize-") as root:
+            return localize(case, Path(root) / "artifacts").to_dict()
+    except Exception as error:  # noqa: BLE001 - reported beside the failure it would explain
+        return {"case": case.id, "error": f"{type(error).__name__}: {error}"[:500]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vgf_conformance.oracles.localize", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
