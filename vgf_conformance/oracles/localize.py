@@ -30,8 +30,6 @@ import contextlib
 import dataclasses
 import json
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -47,19 +45,7 @@ _DUMP_NAME = re.compile(r"^Name: (\S+) DType=(\w+) isValid=\d Rank=\d+ Shape=\[(
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 #: Ops that only move or relabel values (a layout change at a delegate's edge): never the culprit.
 _LAYOUT_OPS = frozenset({"TRANSPOSE", "RESHAPE"})
-_INTEGER_DTYPES = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT48": np.int64}
-
-_CHILD = r"""
-import sys, numpy as np
-import tosa_reference_model as rm
-d = sys.argv[1]
-fb = open(d + "/graph.tosa", "rb").read()
-with np.load(d + "/inputs.npz") as z:
-    inputs = [z["arr_%d" % i] for i in range(len(z.files))]
-outs, status = rm.run(fb, inputs, dump_intermediates=1, fp_format="0.9g")
-sys.stdout.flush()
-"""
-
+_INTEGER_DTYPES = frozenset({"INT8", "INT16", "INT32", "INT48"})
 
 @dataclasses.dataclass(frozen=True)
 class Row:
@@ -127,8 +113,8 @@ class Localization:
 
     def to_dict(self) -> dict:
         first = self.first
-        return {"case": self.case, "local_max_lsb": LOCAL_MAX_LSB, "local_bias_lsb": LOCAL_BIAS_LSB, "first": dataclasses.asdict(first) if first else None,
-                "rows": [dataclasses.asdict(r) for r in self.rows]}
+        return {"case": self.case, "local_max_lsb": LOCAL_MAX_LSB, "local_bias_lsb": LOCAL_BIAS_LSB,
+                "first": dataclasses.asdict(first) if first else None, "rows": [dataclasses.asdict(r) for r in self.rows]}
 
 
 # ---------------------------------------------------------------------------
@@ -154,20 +140,17 @@ def parse_dump(text: str) -> dict[str, np.ndarray]:
     return tensors
 
 
-def dump_intermediates(fb: bytes, inputs: list[np.ndarray], timeout: float = 300.0) -> dict[str, np.ndarray]:
-    """Run ``fb`` on the reference model in a child process, every intermediate dumped."""
-    from vgf_conformance import process
+def dump_intermediates(fb: bytes, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Run ``fb`` on the reference model (the suite's child process, its
+    timeout and crash mapping), every intermediate dumped (to its stderr)."""
+    from vgf_conformance.oracles.lowered import TOSA_TIMEOUT
+    from vgf_conformance.oracles.tosa_reference import run_tosa_in_child_ex
 
-    with tempfile.TemporaryDirectory(prefix="vgf-localize-") as d:
-        Path(d, "graph.tosa").write_bytes(fb)
-        np.savez(Path(d, "inputs.npz"), *[np.ascontiguousarray(a) for a in inputs])
-        with open(Path(d, "dump.txt"), "wb") as out:  # the reference model dumps to stderr
-            done = process.run([sys.executable, "-c", _CHILD, d], timeout=timeout, stdout=out,
-                               stderr=subprocess.STDOUT)
-        text = Path(d, "dump.txt").read_text(errors="replace")
-        if done.returncode != 0:
-            raise RuntimeError(f"the reference model's dump failed (exit {done.returncode}): {text[-2000:]}")
-        return parse_dump(text)
+    result = run_tosa_in_child_ex(fb, inputs, TOSA_TIMEOUT, trace_nodes=False,
+                                  extra_opts={"dump_intermediates": 1, "fp_format": "0.9g"})
+    if not result.ok:
+        raise RuntimeError(f"the reference model's dump failed: {result.describe()}")
+    return parse_dump(result.stderr)
 
 
 def debug_sources(debug: list[dict], known: set[str]) -> list[tuple[str, str, str]]:
@@ -258,14 +241,13 @@ def _from_tosa(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
 def _next_quantized(module: torch.fx.GraphModule, chains: dict[str, list[str]], source: str) -> str | None:
     """The one quantized PT2E op that reads ``source``'s quantized output
     (through its dequantize), or None where there are none or several."""
-    by_name = {n.name: n for n in module.graph.nodes}
-    heads = {chain[0]: chain for chain in chains.values()}
     quantize = next((q for q, chain in chains.items() if source in chain), None)
     if quantize is None:
         return None
-    readers = {user.name for dq in by_name[quantize].users for user in dq.users}
-    found = [name for name in readers if name in heads or any(name in c for c in chains.values())]
-    return found[0] if len(found) == 1 else None
+    quantized = {name for chain in chains.values() for name in chain}
+    node = next(n for n in module.graph.nodes if n.name == quantize)
+    found = {user.name for dq in node.users for user in dq.users} & quantized
+    return found.pop() if len(found) == 1 else None
 
 
 def _inferred_sources(operators: list[dict], sources, module, chains) -> list[tuple[str, str, str]]:
@@ -338,9 +320,7 @@ def _debug_info():
 def localize(case, root: Path) -> Localization:
     """Export ``case`` into ``root`` with debug information and compare its
     VGF delegates' intermediates with the PT2E program's codes."""
-    from vgf_conformance.oracles import lowered as lowered_module
-    from vgf_conformance.oracles.lowered import LoweredProgram, quantize_inputs
-    from vgf_conformance.oracles.tosa_reference import run_tosa_in_child_ex
+    from vgf_conformance.oracles.lowered import LoweredProgram, _to_layout, quantize_inputs
     from vgf_export import export_model
 
     model, inputs, kwargs = case.model(), case.make_inputs(), case.export_kwargs()
@@ -354,28 +334,19 @@ def localize(case, root: Path) -> Localization:
                            f"{len(tosa_files)} TOSA files")
     debug_of = dict(zip(sorted(tosa_files), debug))  # lowered in the order of their index
 
-    calls: list[tuple[bytes, list[np.ndarray]]] = []
-
-    def recording(fb, buffers, *args, **kwargs):
-        calls.append((bytes(fb), [np.array(b) for b in buffers]))
-        return run_tosa_in_child_ex(fb, buffers, *args, **kwargs)
-
-    saved = lowered_module.run_tosa_in_child_ex
-    lowered_module.run_tosa_in_child_ex = recording
-    try:
-        LoweredProgram(result.edge_program, tosa_files).run_program(
-            *quantize_inputs(inputs, result.edge_program, result.io_quant_params))
-    finally:
-        lowered_module.run_tosa_in_child_ex = saved
+    program = LoweredProgram(result.edge_program, tosa_files)
+    program.run_program(*quantize_inputs(inputs, result.edge_program, result.io_quant_params))
+    # Each VGF delegate's input bytes, as the lowered program gave them.
+    calls = [(call.index, [_to_layout(program.values[node].contiguous(), order) for node, order in call.inputs])
+             for call in program.calls if call.index in tosa_files]
 
     module = result.quantized_module
     chains = quantized_chains(module)
     known = {name for chain in chains.values() for name in chain}
     by_source: dict[str, tuple] = {}
-    for order, (fb, buffers) in enumerate(calls):
-        index = next(i for i, data in tosa_files.items() if data == fb)
+    for order, (index, buffers) in enumerate(calls):
         sources = debug_sources(debug_of[index], known)
-        for source, found in _tosa_tensors(index, fb, buffers, sources, module, chains).items():
+        for source, found in _tosa_tensors(index, tosa_files[index], buffers, sources, module, chains).items():
             by_source[source] = (order, *found)
     plain, _ = _run(module, inputs)
     # Each quantize node: the latest TOSA tensor lowered from its chain, in its layout.

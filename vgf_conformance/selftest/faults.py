@@ -71,17 +71,18 @@ class Patch:
 _patch = Patch
 
 
-def _with_node_args(change: Callable[[tuple], tuple]):
-    """A visitor's ``define_node`` that serializes ``change(node.args)``."""
+def _with_node(field: str, change: Callable):
+    """A visitor's ``define_node`` that serializes the node with ``change``
+    of its ``field`` (``args`` as a tuple, ``kwargs`` as a dict)."""
     def make(define_node):
         @functools.wraps(define_node)
-        def faulty(self, node, tosa_graph, inputs, output, *args, **kwargs):
-            saved = node.args
-            node.args = change(tuple(node.args))
+        def faulty(self, node, *args, **kwargs):
+            saved = getattr(node, field)
+            setattr(node, field, change(type(saved)(saved)))
             try:
-                return define_node(self, node, tosa_graph, inputs, output, *args, **kwargs)
+                return define_node(self, node, *args, **kwargs)
             finally:
-                node.args = saved
+                setattr(node, field, saved)
         return faulty
     return make
 
@@ -101,21 +102,6 @@ def _with_special(**changes: Callable[[list], list]):
             finally:
                 for i, value in saved.items():
                     inputs[i].special = value
-        return faulty
-    return make
-
-
-def _with_node_kwargs(change: Callable[[dict], dict]):
-    """A visitor's ``define_node`` that serializes ``change(node.kwargs)``."""
-    def make(define_node):
-        @functools.wraps(define_node)
-        def faulty(self, node, *args, **kwargs):
-            saved = node.kwargs
-            node.kwargs = change(dict(saved))
-            try:
-                return define_node(self, node, *args, **kwargs)
-            finally:
-                node.kwargs = saved
         return faulty
     return make
 
@@ -153,7 +139,9 @@ def _table_shifted(generate):
     @functools.wraps(generate)
     def faulty(self, *args, **kwargs):
         table, shift = generate(self, *args, **kwargs)
-        return (table.to(dtype=__import__("torch").int16) + 1).clamp(-128, 127).to(table.dtype), shift
+        import torch
+
+        return (table.to(dtype=torch.int16) + 1).clamp(-128, 127).to(table.dtype), shift
     return faulty
 
 
@@ -255,7 +243,7 @@ _REGISTRY = [
                  "generate_8bit_table_values", _table_shifted)),
     Fault("clamp-min-raised", "tosa-serialization",
           "CLAMP is serialized with its lower bound one step higher",
-          _patch(f"{_OPS}.op_tosa_clamp:ClampVisitor", "define_node", _with_node_args(_clamp_raised))),
+          _patch(f"{_OPS}.op_tosa_clamp:ClampVisitor", "define_node", _with_node("args", _clamp_raised))),
     Fault("concat-inputs-reversed", "tosa-serialization",
           "CONCAT is serialized with its inputs in reverse order",
           _patch(f"{_OPS}.op_tosa_concat:CatVisitor", "define_node",
@@ -270,7 +258,7 @@ _REGISTRY = [
           _patch(f"{_OPS}.op_tosa_conv2d:Conv2dVisitor", "define_node", _with_special(input4=_pad_shifted))),
     Fault("pad-value-raised", "tosa-serialization",
           "PAD is serialized with its fill value one code higher (the zero point forgotten)",
-          _patch(f"{_OPS}.op_tosa_pad:TosaPadVisitor", "define_node", _with_node_kwargs(_pad_value_raised))),
+          _patch(f"{_OPS}.op_tosa_pad:TosaPadVisitor", "define_node", _with_node("kwargs", _pad_value_raised))),
     Fault("activation-observer-minmax", "quantizer",
           "the activation observer takes the plain min and max (no histogram search for the best range)",
           _patch(f"{_OBSERVERS}:HistogramObserver", "calculate_qparams", _plain_min_max)),
