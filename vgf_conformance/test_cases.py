@@ -6,6 +6,7 @@ records what the report needs in ``user_properties``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import torch
 
 from vgf_conformance.goldens import changed_sections, describe_changes, golden_path
 from vgf_conformance.goldens.compliance import describe as describe_verdict
+from vgf_conformance.goldens.statistics import statistics_drift
 from vgf_conformance.goldens.store import verdict as golden_verdict
 from vgf_conformance.oracles.compare import compare, dequantize
 from vgf_conformance.oracles.localize import describe_first, localize_run
@@ -62,6 +64,28 @@ def test_golden(case_run, golden, request):
         "If the change is intended, accept it with:\n"
         f"  {accept_command(request.config, case_run.case.id)}"
     )
+
+
+def test_statistics(case_run, request):
+    """The error statistics of every output against each oracle (bias, mean,
+    p99 and max error in LSB, SNR) stay within their measured cross-machine
+    bands of the golden's: a drift no per-element bound sees."""
+    current = case_run.require_golden()
+    stored = _stored_golden(case_run)
+    if not stored.exists():
+        pytest.skip(f"no golden for {case_run.case.id}: test_golden fails for it")
+    drifts, compared = statistics_drift(json.loads(stored.read_text()).get("numerics"), current.get("numerics"))
+    record_case(request, case_run)
+    if not compared:
+        error = str(current.get("numerics", {}).get("error", "")).splitlines()[:1]
+        pytest.skip(f"{case_run.case.id}: no error statistics to compare: "
+                    + (f"the run failed ({error[0]}), as the numerics tests say" if error
+                       else "the golden check compares the numerics section"))
+    if drifts and not request.config.getoption("--snapshot-update"):
+        raise AssertionError(
+            f"case {case_run.case.id}: the error statistics moved against the golden ({stored})\n"
+            + "\n".join(d.describe() for d in drifts)
+            + f"\nIf the change is intended, accept it with:\n  {accept_command(request.config, case_run.case.id)}")
 
 
 def test_delegation(case_run, request):

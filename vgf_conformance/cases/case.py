@@ -90,7 +90,7 @@ STAGES = (*names.STAGES, "run")
 ID_PATTERN = CASE_ID_PATTERN
 
 #: The suite's tests that need the export only (not a run of the program).
-EXPORT_ONLY_TESTS = ("test_export", "test_delegation", "test_golden")
+EXPORT_ONLY_TESTS = ("test_export", "test_delegation", "test_golden", "test_statistics")
 
 
 def run_checks() -> dict[str, str]:

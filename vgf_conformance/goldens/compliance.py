@@ -80,9 +80,9 @@ BANDS: dict[str, Band] = {band.name: band for band in (
          "the signal-to-noise ratio, rounded to 0.1 dB; worst measured 0.1 (conv-resize-conv-up2-n2-int8io, AVX2)"),
 )}
 
-#: Numerics statistics and their band.
-_STAT_BANDS = {"max_lsb": "max_lsb", "p99_lsb": "p99_lsb", "mean_lsb": "stat_lsb",
-               "bias_lsb": "stat_lsb", "snr_db": "snr_db"}
+#: Numerics statistics (keys of a golden's numerics.outputs[i][oracle]) and their band.
+STAT_BANDS = {"max_lsb": "max_lsb", "p99_lsb": "p99_lsb", "mean_lsb": "stat_lsb",
+              "bias_lsb": "stat_lsb", "snr_db": "snr_db"}
 
 #: An attribute of a TOSA op line (``name=value``, no spaces in a value).
 _TOKEN = re.compile(r"\b([a-z_0-9]+)=(\[[^\]]*\]|[^\s)]+)")
@@ -180,8 +180,8 @@ def _walk(before, after, where: str, section: str, verdict: Verdict, key: str = 
         if key in ("scale", "unit"):
             verdict.drift("quant_scale", _relative(before, after), where, section, before, after)
             return
-        if section == "numerics" and key in _STAT_BANDS:
-            verdict.drift(_STAT_BANDS[key], abs(after - before), where, section, before, after)
+        if section == "numerics" and key in STAT_BANDS:
+            verdict.drift(STAT_BANDS[key], abs(after - before), where, section, before, after)
             return
     verdict.exact(where, section, before, after)
 
