@@ -16,13 +16,12 @@ from vgf_conformance.selftest import faults
 from vgf_conformance.selftest.__main__ import caught
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = {"quantizer", "partitioner", "arm-pass", "tosa-serialization", "model-converter", "pte-emitter"}
 
 
 @pytest.mark.parametrize("name", sorted(faults.FAULTS))
 def test_each_fault_patches_the_stack_and_is_undone(name):
     fault = faults.FAULTS[name]
-    assert fault.layer in LAYERS and fault.what
+    assert fault.layer in faults.LAYERS and fault.what
     if isinstance(fault.apply, faults.Patch):  # an attribute of the stack: replaced, then restored
         original = fault.apply.current()
         undo = fault.apply()
@@ -69,3 +68,7 @@ def test_an_injected_fault_is_caught_where_the_run_without_it_passes(tmp_path):
     assert (first["op"], first["source"]) == ("RESCALE", "conv2d") and first["local_lsb"] > 100, record["localization"]
     assert "| conv-relu-int8io | delegate 0 op[" in (tmp_path / "conv2d-pad-shifted" / "report.md").read_text()
     assert "Where it diverges" in (tmp_path / "conv2d-pad-shifted" / "report.html").read_text()
+
+
+def test_every_layer_of_the_stack_has_a_fault():
+    assert {f.layer for f in faults.FAULTS.values()} == set(faults.LAYERS)

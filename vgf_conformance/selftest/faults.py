@@ -3,7 +3,7 @@
 Each :class:`Fault` patches the pinned stack at one point where a release
 could plausibly regress (the quantizer's observers, the partitioner's support
 checks, an Arm pass, the TOSA serialization of one op, the model converter,
-the ``.pte`` emitter) and
+the ``.pte`` emitter, the runtime's kernels) and
 changes what an export produces. ``python -m vgf_conformance.selftest`` runs
 the quick tier (or the full matrix) under each and prints which cases and
 which checks caught it; a fault no check catches is a hole in the suite.
@@ -31,10 +31,15 @@ from typing import Any, Callable
 ENV = "VGF_INJECT_FAULT"
 
 
+#: The layers of the stack a fault can sit in, from the quantizer to the runtime.
+LAYERS = ("quantizer", "partitioner", "arm-pass", "tosa-serialization", "model-converter", "pte-emitter",
+          "runtime")
+
+
 @dataclasses.dataclass(frozen=True)
 class Fault:
     name: str
-    #: Where in the stack: quantizer, partitioner, arm-pass, tosa-serialization, model-converter, pte-emitter.
+    #: Where in the stack: one of :data:`LAYERS`.
     layer: str
     #: What a release would have broken, in a sentence.
     what: str
@@ -207,6 +212,35 @@ def _model_converter_flags(*flags: str) -> Callable[[], Callable[[], None]]:
     return apply
 
 
+#: x86-64 and AArch64 encodings of FE_UPWARD (fenv.h).
+_FE_UPWARD = {"x86_64": 0x800, "aarch64": 0x400000}
+
+
+def _runtime_rounding_upward(child_env):
+    """The ExecuTorch runtime child, started with its floating-point rounding
+    mode set toward +infinity (a ``sitecustomize`` on its path): every native
+    kernel that rounds with ``nearbyint``/``rint`` (quantize, requantize,
+    resize coordinates) rounds up, as a kernel release that took ``ceil`` for
+    ``round`` would."""
+    import platform
+
+    mode = _FE_UPWARD.get(platform.machine())
+    if mode is None:
+        raise RuntimeError(f"runtime-rounds-upward: FE_UPWARD unknown on {platform.machine()}")
+    site = Path(tempfile.mkdtemp(prefix="vgf-fault-"))
+    (site / "sitecustomize.py").write_text(
+        "import ctypes, ctypes.util\n"
+        f"if ctypes.CDLL(ctypes.util.find_library('m')).fesetround({mode}) != 0:\n"
+        "    raise SystemExit('runtime-rounds-upward: fesetround failed')\n")
+
+    @functools.wraps(child_env)
+    def faulty(*args, **kwargs):
+        env = child_env(*args, **kwargs)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+        return env
+    return faulty
+
+
 def _dim_order_contiguous(emit):
     @functools.wraps(emit)
     def faulty(self, *args, **kwargs):
@@ -275,6 +309,9 @@ _REGISTRY = [
     Fault("pte-dim-order-dropped", "pte-emitter",
           "the .pte emitter writes every tensor's dim order as contiguous",
           _patch("executorch.exir.emit._emitter:_Emitter", "_tensor_spec_to_evalue", _dim_order_contiguous)),
+    Fault("runtime-rounds-upward", "runtime",
+          "the ExecuTorch runtime's kernels round toward +infinity instead of to nearest",
+          _patch("vgf_conformance.oracles.pte.runtime", "_child_env", _runtime_rounding_upward)),
 ]
 FAULTS: dict[str, Fault] = {f.name: f for f in _REGISTRY}
 
