@@ -19,7 +19,8 @@ from torch._export import utils as export_utils
 from torch._ops import OperatorBase
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
-from vgf_export import patches, speed_patches
+from vgf_conformance import speed_patches
+from vgf_export import patches
 
 SPEED_PATCHES = ("cia-ops-materialize-once", "py-impl-lazy-annotations", "node-source-deepcopy")
 
@@ -30,8 +31,10 @@ def _patch(name: str) -> patches.Patch:
 
 @pytest.fixture
 def applied():
-    """Every patch applied, as export_model does; the speed patches are left
-    applied afterwards, as in any process that exported."""
+    """Every patch applied, as the suite's exports do (the speed patches
+    enabled, then export_model's apply); the speed patches are left applied
+    afterwards, as in any process of the suite that exported."""
+    speed_patches.enable()
     patches.apply_arm_backend_monkey_patch()
     yield
     patches.apply_arm_backend_monkey_patch()
@@ -361,3 +364,28 @@ def test_rebuild_refuses_code_that_is_not_its_source(tmp_path):
     source.unlink()
     with pytest.raises(patches.PatchNotApplicable):
         speed_patches._without_runtime_annotations(f)
+
+
+def test_vgf_export_leaves_torch_alone():
+    """A team's process that imports vgf_export and applies its patches (as
+    export_model does) runs upstream torch.export: the speed patches are the
+    suite's, opt-in (vgf_conformance.speed_patches.enable)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import copy\n"
+        "from torch._export import utils as export_utils\n"
+        "from torch._ops import OperatorBase\n"
+        "from torch.fx.traceback import NodeSource\n"
+        "before = (export_utils._collect_all_valid_cia_ops, OperatorBase.py_impl)\n"
+        "import vgf_export.export\n"
+        "from vgf_export import patches\n"
+        "applied = patches.apply_arm_backend_monkey_patch()\n"
+        "assert (export_utils._collect_all_valid_cia_ops, OperatorBase.py_impl) == before, 'torch patched'\n"
+        "assert '__deepcopy__' not in vars(NodeSource), 'NodeSource patched'\n"
+        "assert not set(applied) & set(%r), applied\n"
+        "print(sorted(applied))\n" % (SPEED_PATCHES,))
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "bilinear-scale-factor" in proc.stdout  # the backend's own fixes still apply

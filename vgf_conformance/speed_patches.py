@@ -1,5 +1,10 @@
-"""Speed patches of torch.export's per-export overhead, registered in
-:mod:`vgf_export.patches` like every other patch.
+"""The suite's speed patches of torch.export's per-export overhead: opt-in.
+
+``vgf_export`` does what the reference export script does and nothing else to
+torch; the suite, which exports hundreds of models in a process, calls
+:func:`enable` before it exports (the case runner, the localizer, the native
+flow, the benchmark), which registers these in :mod:`vgf_export.patches` like
+every other patch, to be applied by the next export.
 
 Each changes how long an export takes, never what it computes; each says why
 its result is the same, and tests/test_speed_patches.py checks it against
@@ -14,7 +19,21 @@ import contextvars
 import types
 from typing import Callable
 
-from vgf_export.patches import Patch, PatchNotApplicable, register
+from vgf_export.patches import Patch, PatchNotApplicable, register, registered_patches
+
+#: The speed patches, registered by :func:`enable`.
+_SPEED: list[Patch] = []
+
+
+def enable() -> list[str]:
+    """Register the speed patches (idempotent); the next export applies those
+    its torch and ExecuTorch versions allow. Returns their names."""
+    registered = {p.name for p in registered_patches()}
+    for patch in _SPEED:
+        if patch.name not in registered:
+            register(patch)
+    return [p.name for p in _SPEED]
+
 
 # ---------------------------------------------------------------------------
 # Speed: torch.export work repeated on every export that need not be. These
@@ -68,7 +87,7 @@ def _apply_cia_materialize_once() -> Callable[[], None]:
     return undo
 
 
-register(
+_SPEED.append(
     Patch(
         name="cia-ops-materialize-once",
         fixes=(
@@ -155,7 +174,7 @@ def _apply_py_impl_lazy_annotations() -> Callable[[], None]:
     return undo
 
 
-register(
+_SPEED.append(
     Patch(
         name="py-impl-lazy-annotations",
         fixes=(
@@ -234,7 +253,7 @@ def _apply_node_source_deepcopy() -> Callable[[], None]:
     return undo
 
 
-register(
+_SPEED.append(
     Patch(
         name="node-source-deepcopy",
         fixes=(

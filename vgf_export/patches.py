@@ -7,10 +7,11 @@ applied by :func:`apply_arm_backend_monkey_patch`: idempotent, and a patch
 whose version range excludes the installed ExecuTorch (or torch) is not
 applied.
 
-Two kinds: fixes of the backend's behaviour (the converter timeout, the
-bilinear scale factor), and speed patches of torch.export's per-export
-overhead, which change how long an export takes and never what it computes
-("Speed, same result." in their ``fixes``).
+Here: fixes of the backend's behaviour (the converter timeout, the bilinear
+scale factor). Nothing here touches torch itself; the suite registers its own
+speed patches of torch.export (:mod:`vgf_conformance.speed_patches`, opt-in)
+through :func:`register`, which change how long an export takes and never
+what it computes ("Speed, same result." in their ``fixes``).
 """
 
 from __future__ import annotations
@@ -232,6 +233,3 @@ register(
     )
 )
 
-
-# The speed patches live in their own module and register themselves here.
-from vgf_export import speed_patches  # noqa: E402,F401

@@ -25,6 +25,7 @@ from pathlib import Path
 from vgf_conformance.cases import STAGES, Case
 from vgf_conformance.goldens import build_golden
 from vgf_conformance.oracles.lowered import LoweredRunError
+from vgf_conformance import speed_patches
 from vgf_conformance.oracles.numerics import Numerics, measure
 from vgf_conformance.text import tail
 from vgf_export import ExportResult, ExportStageError, export_model
@@ -303,6 +304,7 @@ def _export(run: CaseRun, disable_workarounds) -> None:
         run.failure = StageFailure.of("export", error, CASE)
         return
     kwargs["disable_workarounds"] = (*kwargs.get("disable_workarounds", ()), *disable_workarounds)
+    speed_patches.enable()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

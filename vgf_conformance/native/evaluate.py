@@ -40,6 +40,7 @@ from unittest import mock
 import numpy as np
 import torch
 
+from vgf_conformance import speed_patches
 from vgf_conformance.cases import CASES
 from vgf_conformance.oracles import lowered as lowered_mod
 from vgf_conformance.oracles.compare import compare, dequantize, output_units
@@ -191,6 +192,7 @@ def run_on_vulkan(result, inputs, workdir: Path) -> tuple[list[torch.Tensor], fl
 # One case
 # ---------------------------------------------------------------------------
 def _export(case, root: Path, **kwargs):
+    speed_patches.enable()
     return export_model(case.model(), case.make_inputs(), artifacts_root=root, **kwargs)
 
 

@@ -321,8 +321,10 @@ def localize(case, root: Path) -> Localization:
     """Export ``case`` into ``root`` with debug information and compare its
     VGF delegates' intermediates with the PT2E program's codes."""
     from vgf_conformance.oracles.lowered import LoweredProgram, _to_layout, quantize_inputs
+    from vgf_conformance.speed_patches import enable
     from vgf_export import export_model
 
+    enable()
     model, inputs, kwargs = case.model(), case.make_inputs(), case.export_kwargs()
     with _debug_info() as debug:
         result = export_model(model, inputs, artifacts_root=root, **kwargs)
