@@ -73,14 +73,14 @@ def test_a_family_in_one_file_runs_through_every_tier(tmp_path):
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     tests = {c["id"]: c["tests"] for c in report["cases"]}
     assert set(tests) == {"avgpool-k2-int8io", "avgpool-k4-int8io"}
-    every_tier = {"test_export", "test_delegation", "test_golden", "test_numerics_vs_fake_quant",
+    every_tier = {"test_export", "test_delegation", "test_golden", "test_statistics", "test_numerics_vs_fake_quant",
                   "test_numerics_vs_float_dq", "test_numerics_vs_float", "test_pte", "test_vulkan"}
     assert tests["avgpool-k2-int8io"] == dict.fromkeys(every_tier, "passed")
     # the built-in goldens were neither used nor touched
     assert not (REPO / "golden" / "cases" / "avgpool-k2-int8io.json").exists()
 
     quick = _pytest(tmp_path, "-m", "quick")
-    assert quick.returncode == 0 and "8 passed" in quick.stdout, quick.stdout[-2000:]
+    assert quick.returncode == 0 and "9 passed" in quick.stdout, quick.stdout[-2000:]
 
 
 def test_case_files_need_their_own_golden_directory(tmp_path):
@@ -132,5 +132,5 @@ def test_a_team_repository_runs_its_own_family_through_the_installed_plugin(tmp_
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     assert (team / "golden" / "avgpool-k2-int8io.json").is_file()
     again = subprocess.run(args, cwd=team, env=env, capture_output=True, text=True, timeout=900)
-    assert again.returncode == 0 and "8 passed" in again.stdout, again.stdout[-3000:]
+    assert again.returncode == 0 and "9 passed" in again.stdout, again.stdout[-3000:]
 
