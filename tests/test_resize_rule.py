@@ -1,6 +1,7 @@
-"""The resize family's light copy of ExecuTorch's TOSA RESIZE support rule
-(``cpu_reason``: which resizes the VGF partitioner keeps on the CPU) agrees
-with ExecuTorch's own functions, so a case's declared delegation is true."""
+"""The suite's light copy of ExecuTorch's TOSA RESIZE support rule
+(vgf_conformance.tosa.rules, which the resize family's ``cpu_reason`` uses:
+which resizes the VGF partitioner keeps on the CPU) agrees with ExecuTorch's
+own functions, so a case's declared delegation is true."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import itertools
 import pytest
 
 from vgf_conformance.cases.families import resize
+from vgf_conformance.tosa import rules
 
 SHAPES = [((3, 3), (1, 1)), ((31, 31), (1, 1)), ((17, 17), (1, 1)), ((16, 16), (1, 1)), ((62, 13), (4, 1)),
           ((64, 80), (4, 5)), ((9, 31), (18, 62)), ((37, 53), (5, 7)), ((256, 256), (16, 16)), ((1, 1), (5, 7)),
@@ -32,7 +34,7 @@ def _executorch_error(in_hw, out_hw, align_corners, nearest, scales):
                          [(s, ac, n) for s, (ac, n) in itertools.product(SHAPES, ((True, False), (False, True)))])
 def test_the_rule_agrees_with_executorch(shape, align_corners, nearest):
     in_hw, out_hw = shape
-    ours = resize.tosa_resize_error([resize.tosa_resize_1d(i, o, align_corners, nearest, None)
+    ours = rules.tosa_resize_error([rules.tosa_resize_1d(i, o, align_corners, nearest, None)
                                      for i, o in zip(in_hw, out_hw)])
     assert (ours is None) == (_executorch_error(in_hw, out_hw, align_corners, nearest, (None, None)) is None)
 

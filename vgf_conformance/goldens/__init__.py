@@ -5,13 +5,14 @@
 | ``sections.py`` | the section registry (``SECTIONS``) and ``build_golden`` |
 | ``projections.py`` | what a golden keeps of each artifact (graph, program, IO, delegate files) |
 | ``store.py`` | the golden directory, serialization, comparison, the syrupy extension |
-| ``tosa_reader.py`` | a TOSA flatbuffer as a stable summary (``summarize_tosa``) |
-| ``tosa_fields.py`` | the flatbuffer's fields as Python values (enums, constants, attributes) |
-| ``tosa_rules.py`` | the TOSA ERROR_IF rules a golden checks statically |
 | ``vgf_reader.py`` | a VGF file as a summary, from ``vgf_dump`` (``summarize_vgf``) |
-
 | ``compliance.py`` | how a stored golden is compared with a new one: a mode per field, measured bands |
-| ``drift.py`` | the measurement behind the bands (goldens exported under other ISAs and thread counts) |
+| ``statistics.py`` | the error-statistics check: each statistic against the golden's, within its band |
+| ``features.py`` | the lowering features a golden exercises (the quick tier's coverage) |
+| ``stale.py`` | which files are goldens, which are stale |
+
+TOSA flatbuffers are read by :mod:`vgf_conformance.tosa`; the measurement
+behind the bands is :mod:`vgf_conformance.harness.drift`.
 
 Every name below is imported on first use: pytest loads this package in
 processes that never read an artifact, and the report tools read the bands
@@ -27,7 +28,6 @@ _PUBLIC = {
     **{name: "vgf_conformance.goldens.sections" for name in ("SECTIONS", "GoldenSource", "Section", "build_golden")},
     **{name: "vgf_conformance.goldens.store" for name in ("GOLDEN_DIR", "GoldenExtension", "changed_sections",
                                                       "describe_changes", "golden_path", "serialize")},
-    "summarize_tosa": "vgf_conformance.goldens.tosa_reader",
     "summarize_vgf": "vgf_conformance.goldens.vgf_reader",
 }
 

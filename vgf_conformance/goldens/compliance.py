@@ -11,7 +11,7 @@ golden has a mode, as each output of a TOSA conformance test has one:
   rounding modes, weights and their hashes, delegation, the ``.pte``, the
   error statistics' codes outside the range, every text.
 * **tolerant**, within a :class:`Band` measured across machines
-  (``docs/portability.md``, ``python -m vgf_conformance.goldens.drift``):
+  (``docs/portability.md``, ``python -m vgf_conformance drift``):
   a RESCALE's effective scale ``multiplier * 2^-shift`` (relative), a
   convolution's bias codes (codes), a quantization scale (relative), the
   numerics statistics (LSB, dB).

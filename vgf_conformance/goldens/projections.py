@@ -174,7 +174,7 @@ def golden_tosa(summary: dict) -> dict:
     operator (op, the attributes that matter, where its inputs come from,
     what it produces), plus any RESIZE that breaks the spec's ERROR_IF rules,
     and the TOSA version it declares. No tensor names, no tool versions."""
-    from vgf_conformance.goldens.tosa_reader import tensor_text
+    from vgf_conformance.tosa.reader import tensor_text
 
     lines = []
     for op in summary["operators"]:
@@ -244,7 +244,7 @@ def golden_vgf(summary: dict, tolerant_constants: dict[str, str] | None = None) 
 
 def tosa_file(path: Path) -> dict:
     """The golden's view of one ``NN_vgf.tosa``."""
-    from vgf_conformance.goldens.tosa_reader import summarize_tosa
+    from vgf_conformance.tosa.reader import summarize_tosa
 
     return golden_tosa(summarize_tosa(path.read_bytes()))
 
@@ -252,7 +252,7 @@ def tosa_file(path: Path) -> dict:
 def vgf_file(path: Path) -> dict:
     """The golden's view of one ``NN_vgf.vgf``, with the calibrated values of
     the TOSA flatbuffer it was converted from (``NN_vgf.tosa`` beside it)."""
-    from vgf_conformance.goldens.tosa_reader import summarize_tosa
+    from vgf_conformance.tosa.reader import summarize_tosa
     from vgf_conformance.goldens.vgf_reader import summarize_vgf
 
     tosa = path.with_suffix(".tosa")

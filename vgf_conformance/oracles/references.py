@@ -123,7 +123,7 @@ def _float_dq(subject: Subject) -> list[torch.Tensor]:
 
 #: Each oracle's default bound decides the outputs of families that do not
 #: restate it; each is at most 1.5x the worst it decides (python -m
-#: vgf_conformance.cases.slack): vs_fake_quant 1 LSB (one rounding may differ,
+#: vgf_conformance.harness.slack): vs_fake_quant 1 LSB (one rounding may differ,
 #: measured 1), bias 0.3 (0.215); vs_float_dq 1 LSB (0.85), bias 0.36 (0.25);
 #: vs_float 2 LSB (1.75), bias 0.3 (0.206).
 ORACLES: dict[str, Oracle] = {o.name: o for o in (

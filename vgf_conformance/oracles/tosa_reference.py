@@ -8,7 +8,7 @@ only numpy and the extension (no torch), so it starts in about 0.15 s.
 run_tosa_in_child_ex(fb, inputs, timeout=60, **opts) -> TosaRunResult
     Never raises for graph problems; returns status, outputs, parsed errors
     (naming the failing operator and its attributes, mapped through
-    :func:`vgf_conformance.goldens.tosa_reader.summarize_tosa`), raw stderr/stdout, return
+    :func:`vgf_conformance.tosa.reader.summarize_tosa`), raw stderr/stdout, return
     code / signal and timings.
 
 Inputs: list of numpy arrays in the order of the graph's block inputs, NHWC
@@ -257,7 +257,7 @@ def _status_from_messages(res: "TosaRunResult") -> None:
 
 def graph_io(fb: bytes) -> dict:
     """Graph input/output descriptors (shape, dtype, name) and op map."""
-    from vgf_conformance.goldens.tosa_reader import summarize_tosa
+    from vgf_conformance.tosa.reader import summarize_tosa
 
     s = summarize_tosa(fb, include_names=True, include_fb_index=True, hash_constants=False)
     return s

@@ -7,8 +7,8 @@ images; nearest-exact, bicubic and antialiased bilinear.
 Traits this family gives its cases: ``split-resize`` (a bilinear downscale by
 16 or more, which the reference script splits), ``align-corners-resize``,
 ``clipped-inputs``. Cases the VGF partitioner keeps on the CPU declare why
-(:func:`cpu_reason`, the TOSA RESIZE rule); modes torch decomposes into gathers
-are partly delegated and declare their CPU ops (:data:`PARTLY_DELEGATED`).
+(:func:`cpu_reason`, on the RESIZE rule of :mod:`vgf_conformance.tosa.rules`);
+modes torch decomposes into gathers are partly delegated and declare their CPU ops (:data:`PARTLY_DELEGATED`).
 
 (About 400 lines: each dimension of the family has its own small builder; all
 share ``resize_case`` and the TOSA rule of ``cpu_reason``, which is why they
@@ -20,12 +20,13 @@ from __future__ import annotations
 import math
 from fractions import Fraction as F
 
-from vgf_conformance.cases import models
+import vgf_conformance.cases.models as models
 from vgf_conformance.cases.case import Case, Expectation, InputSpec, factor_id, frac_id, io_suffix, measured_lsb
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import Bound
 from vgf_conformance.oracles.references import ORACLES
+from vgf_conformance.tosa.rules import tosa_resize_1d, tosa_resize_error
 
 MODES = {
     "bilinear-ac0": dict(mode="bilinear", align_corners=False),
@@ -227,7 +228,7 @@ EXPECTATIONS = {
         checks=("vs_float_dq",), lsb=measured_lsb(2.0)),
 }
 
-# The pull-request tier, chosen by coverage (python -m vgf_conformance.harness.coverage
+# The pull-request tier, chosen by coverage (python -m vgf_conformance coverage
 # --from-scratch; tests/test_coverage.py): with the other families' quick cases,
 # every lowering feature of the full matrix at the least recorded time. Each
 # case with the features only it brings to the tier.
@@ -259,43 +260,6 @@ def is_split(model_kwargs: dict, in_hw, out_hw) -> bool:
             or model_kwargs.get("antialias")):
         return False
     return any(i >= 16 * o for i, o in zip(in_hw, out_hw))
-
-
-def tosa_resize_1d(in_size: int, out_size: int, align_corners: bool, nearest: bool,
-                   factor: float | None) -> tuple[int, int, int, int]:
-    """(scale_n, scale_d, offset, border) of one axis as ExecuTorch 1.5.1's
-    ``RewriteUpsamplePass.get_resize_parameters_1d`` computes them (without
-    vgf_export's bilinear-scale-factor patch): nearest with a factor samples
-    with the factor (pytorch/executorch#22437), everything else with the
-    size ratio ((out-1)/(in-1) with align_corners=True and both sizes > 1)."""
-    corners = align_corners and in_size > 1 and out_size > 1
-    if nearest and factor is not None:
-        ratio = F(factor).limit_denominator(10**6)  # ExecuTorch: sympy.nsimplify(tolerance=1e-6)
-    else:
-        ratio = F(out_size - 1, in_size - 1) if corners else F(out_size, in_size)
-    n, d = 2 * ratio.numerator, 2 * ratio.denominator
-    if nearest:
-        offset = d // 2 - n // 2 if ratio.denominator == 1 else -(n // 2)
-    else:
-        offset = 0 if align_corners else d // 2 - n // 2
-    return n, d, offset, d * (out_size - 1) - n * (in_size - 1) + offset
-
-
-def tosa_resize_error(axes) -> str | None:
-    """The VGF partitioner's support check of a RESIZE (ExecuTorch 1.5.1's
-    ``get_tosa_resize_validation_error``) on the (n, d, offset, border) of the
-    H and W axes: its message, or None where the RESIZE is legal."""
-    (yn, yd, oy, by), (xn, xd, ox, bx) = axes
-    if yd >= 16 * yn or xd >= 16 * xn:
-        return f"RESIZE downscale must be strictly greater than 1/16; got y={yn}/{yd}, x={xn}/{xd}"
-    if max(yn, xn) > 2048 or max(yd, xd) > 2**15 - 1:
-        return f"RESIZE scale out of range; got y={yn}/{yd}, x={xn}/{xd}"
-    for axis, n, offset, border in (("y", yn, oy, by), ("x", xn, ox, bx)):
-        if not -n <= offset < 16 * n:
-            return f"RESIZE offset_{axis} must be in [{-n}, {16 * n}); got {offset}"
-        if not -16 * n <= border < n:
-            return f"RESIZE border_{axis} must be in [{-16 * n}, {n}); got {border}"
-    return None
 
 
 def cpu_reason(model_kwargs: dict, in_hw, out_hw) -> str | None:
@@ -499,7 +463,7 @@ def _mode_cases() -> list[Case]:
 
 
 def _explored_cases() -> list[Case]:
-    """Found by the explorer (python -m vgf_conformance.explore), with and without the workaround."""
+    """Found by the explorer (python -m vgf_conformance explore), with and without the workaround."""
     kwargs, shape, noise = dict(MODES["bilinear-ac0"], scale_factor=5 / 64), (1, 4, 62, 13), "image"
     upstream = Expectation("run", r"max error \d+\.\d+ LSB >", BILINEAR_SCALE_FACTOR_IGNORED, checks=tuple(ORACLES),
                            lsb=measured_lsb(206.6, 207.0))

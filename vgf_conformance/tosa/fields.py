@@ -4,7 +4,7 @@ Enum names, raw constant data and operator attribute tables, read with the
 generated FlatBuffers bindings that tosa-tools ships as the top-level package
 ``tosa`` (``tosa.TosaGraph``, ``tosa.TosaOperator`` ...; schema file
 ``site-packages/bin/tosa.fbs``). No torch, no executorch, no C++ extension.
-:mod:`vgf_conformance.goldens.tosa_reader` builds the summary from these.
+:mod:`vgf_conformance.tosa.reader` builds the summary from these.
 """
 
 from __future__ import annotations

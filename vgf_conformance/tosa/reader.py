@@ -26,7 +26,7 @@ from typing import Any
 
 import tosa.TosaGraph as _fb_graph
 
-from vgf_conformance.goldens.tosa_fields import (
+from vgf_conformance.tosa.fields import (
     DTYPE_NAMES,
     OP_NAMES,
     attribute_dict,
@@ -37,7 +37,7 @@ from vgf_conformance.goldens.tosa_fields import (
     short_hash,
     vector,
 )
-from vgf_conformance.goldens.tosa_rules import resize_spec_errors
+from vgf_conformance.tosa.rules import resize_spec_errors
 from vgf_conformance.text import round_floats
 
 CONST_OPS = {"CONST", "CONST_SHAPE"}
