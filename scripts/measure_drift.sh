@@ -44,11 +44,11 @@ for config in "${configs[@]}"; do
   pids=()
   for shard in 1/2 2/2; do
     env "${isa_env[@]}" OMP_NUM_THREADS="$threads" PATH="$PWD/.venv/bin:$PATH" \
-      .venv/bin/python -m vgf_conformance.goldens.drift export --out "$dir" --shard "$shard" \
+      .venv/bin/python -m vgf_conformance drift export --out "$dir" --shard "$shard" \
       >"$dir.${shard%/*}.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   touch "$dir/.done"
 done
-.venv/bin/python -m vgf_conformance.goldens.drift table "${dirs[@]}" --json "$out/drift.json" --md "$out/drift.md"
+.venv/bin/python -m vgf_conformance drift table "${dirs[@]}" --json "$out/drift.json" --md "$out/drift.md"

@@ -28,7 +28,7 @@ import pytest
 
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens import compliance, golden_path, projections, serialize
-from vgf_conformance.goldens.drift import SENSITIVE_CASES
+from vgf_conformance.harness.drift import SENSITIVE_CASES
 from vgf_conformance.goldens.store import GoldenExtension
 from vgf_conformance.harness.runner import run_case
 from vgf_export.names import VGF_BACKEND
@@ -65,7 +65,7 @@ def _operators(buffer: bytearray):
 
     block = graph.TosaGraph.GetRootAs(buffer, 0).Regions(0).Blocks(0)
     tensors = {block.Tensors(i).Name().decode(): block.Tensors(i) for i in range(block.TensorsLength())}
-    from vgf_conformance.goldens.tosa_fields import OP_NAMES
+    from vgf_conformance.tosa.fields import OP_NAMES
 
     ops = [block.Operators(i) for i in range(block.OperatorsLength())]
     return [op for op in ops if OP_NAMES[op.Op()] not in ("CONST", "CONST_SHAPE")], tensors, OP_NAMES
@@ -209,12 +209,12 @@ def test_an_io_scale_of_1_128_instead_of_1_127_fails_naming_the_scale(exported):
 # ---------------------------------------------------------------------------
 def _export_elsewhere(out: Path, cases: list[str], isa: str, threads: int) -> None:
     """Raw goldens of ``cases`` exported in a child process under another
-    oneDNN ISA level and thread count (python -m vgf_conformance.goldens.drift)."""
+    oneDNN ISA level and thread count (python -m vgf_conformance drift)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     if isa != "default":
         env["DNNL_MAX_CPU_ISA"] = isa
-    command = [sys.executable, "-m", "vgf_conformance.goldens.drift", "export", "--out", str(out)]
+    command = [sys.executable, "-m", "vgf_conformance", "drift", "export", "--out", str(out)]
     for case_id in cases:
         command += ["--case", case_id]
     done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=900,

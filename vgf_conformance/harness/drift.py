@@ -6,14 +6,14 @@ summation order depends on oneDNN's ISA dispatch and on torch's thread
 count, so calibrated scales (RESCALE multipliers, bias codes) and the
 rounded numerics statistics move. This module measures it:
 
-``python -m vgf_conformance.goldens.drift export --out DIR [--shard I/N]``
+``python -m vgf_conformance drift export --out DIR [--shard I/N]``
     exports every case of the table in this process and writes each raw
     golden (exactly as built, no tolerance applied) to ``DIR/<case id>.json``.
     Run it under the environment to measure, e.g.
     ``DNNL_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1`` (``scripts/measure_drift.sh``
     runs every configuration).
 
-``python -m vgf_conformance.goldens.drift table DIR [DIR ...] [--json FILE] [--md FILE]``
+``python -m vgf_conformance drift table DIR [DIR ...] [--json FILE] [--md FILE]``
     compares each directory's goldens with the stored ones (``golden/cases``)
     field by field, with the comparison of :mod:`vgf_conformance.goldens.compliance`,
     and prints the worst drift of every tolerant field per configuration: the
@@ -135,7 +135,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.goldens.drift", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance drift", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("export", help="write every case's raw golden to --out")
@@ -164,5 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("drift", "vgf_conformance.harness.drift")

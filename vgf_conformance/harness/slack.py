@@ -1,6 +1,6 @@
 """The slack table: every numeric bound against the worst it was measured to need.
 
-``python -m vgf_conformance.cases.slack [--md] [--json FILE] [--max-ratio R]``
+``python -m vgf_conformance slack [--md] [--json FILE] [--max-ratio R]``
 
 A bound far above what its outputs show cannot catch a regression of that
 size: once goldens tolerate machine noise (:mod:`vgf_conformance.goldens.compliance`),
@@ -25,7 +25,7 @@ decides no output is **dead**. An output whose comparison is expected to fail
 (a declared divergence) is left out: its size is pinned by its expectation.
 
 Model bounds are measured over three input seeds
-(``python -m vgf_conformance.cases.families.models``): the table reads those
+(``python -m vgf_conformance model-bounds``): the table reads those
 worst values from :data:`MODEL_SEEDS_FILE` where present.
 
 The rule (tests/test_slack.py): no ratio above :data:`MAX_RATIO`, no dead bound.
@@ -47,7 +47,7 @@ from vgf_conformance.oracles.references import ORACLES
 #: The most a bound may exceed the worst it decides.
 MAX_RATIO = 1.5
 #: The model tier's worst statistics over its input seeds (written by
-#: ``python -m vgf_conformance.cases.families.models --out``).
+#: ``python -m vgf_conformance model-bounds --out``).
 MODEL_SEEDS_FILE = Path(__file__).resolve().parents[2] / "docs" / "slack" / "model-seeds.json"
 #: The finest bias bound the table asks for: a bias below it is measured as
 #: it (a one-LSB shift of 1 % of the elements; the cross-machine drift of the
@@ -222,7 +222,7 @@ def render(rows: list[Row], markdown: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.cases.slack", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance slack", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--md", action="store_true", help="print a Markdown table")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
@@ -240,5 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bad else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("slack", "vgf_conformance.harness.slack")
