@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from vgf_conformance.cases import Case, InputSpec
+from vgf_conformance.cases import FAMILIES, Case, InputSpec
 from vgf_conformance.cases.models import GridSample
 from vgf_conformance.oracles import vulkan
 from vgf_conformance.oracles.numerics import measure
@@ -12,11 +12,11 @@ from vgf_export import export_model
 
 
 def _case(channels: int, batch: int) -> Case:
-    return Case(
+    return FAMILIES["grid_sample"].finish(Case(
         id=f"unit-grid-c{channels}-n{batch}", family="grid_sample",
         model=lambda: GridSample("bilinear", "zeros", False),
         inputs=(InputSpec("image", (batch, channels, 12, 16)), InputSpec("grid:rotation", (batch, 6, 10, 2))),
-        input_qspecs=("int8", "int16"), output_qspecs=("int8",))
+        input_qspecs=("int8", "int16"), output_qspecs=("int8",)))
 
 
 @pytest.mark.parametrize("channels,batch", [(4, 2), (1, 1)])

@@ -12,9 +12,20 @@
 ``CASES`` is the built-in table (case id -> case).
 """
 
+import importlib
+import pkgutil
+
+import vgf_conformance.cases.families as families
 from vgf_conformance.cases.case import QSPECS, STAGES, Case, Expectation, InputSpec, measured_lsb
-from vgf_conformance.cases.family import FAMILIES, Family, build_table, builtin_families, load_case_file
+from vgf_conformance.cases.family import FAMILIES, Family, build_table, load_case_file, register
 from vgf_conformance.cases.tolerances import check_traits
+
+
+def builtin_families() -> list[Family]:
+    """The families of :mod:`vgf_conformance.cases.families`: each module's ``FAMILY``, registered."""
+    return [register(importlib.import_module(f"{families.__name__}.{info.name}").FAMILY)
+            for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda i: i.name)]
+
 
 BUILTIN_FAMILIES = builtin_families()
 check_traits([f.tolerance for f in BUILTIN_FAMILIES])

@@ -90,7 +90,7 @@ STAGES = (*names.STAGES, "run")
 ID_PATTERN = CASE_ID_PATTERN
 
 #: The suite's tests that need the export only (not a run of the program).
-EXPORT_ONLY_TESTS = ("test_export", "test_delegation", "test_golden", "test_statistics")
+EXPORT_ONLY_TESTS = ("test_export", "test_delegation", "test_golden")
 
 
 def run_checks() -> dict[str, str]:
@@ -383,6 +383,10 @@ class Case:
     #: ``cpu_ops_reason`` says why.
     cpu_ops: tuple[str, ...] = ()
     cpu_ops_reason: str | None = None
+    #: One :class:`~vgf_conformance.cases.tolerances.Tolerance` per output,
+    #: resolved when the case's family builds it (:meth:`Family.finish`):
+    #: the family default loosened by the case's traits.
+    tolerances: tuple = ()
 
     def __post_init__(self) -> None:
         if bool(self.cpu_ops) != bool(self.cpu_ops_reason) or (self.cpu_ops and self.stays_on_cpu):
@@ -488,10 +492,12 @@ class Case:
         return QUANT_CONFIGS[config][1] if config else "int8"
 
     def get_tolerance(self, output: int = 0):
-        """The tolerance of one output (see vgf_conformance.cases.tolerances)."""
-        from vgf_conformance.cases.tolerances import tolerance_of
-
-        return tolerance_of(self, output)
+        """The tolerance of one output (see vgf_conformance.cases.tolerances),
+        resolved when the case was built."""
+        if not self.tolerances:
+            raise ValueError(f"case {self.id}: no tolerances: a case's tolerances are resolved when its "
+                             "family builds it (Family.build or Family.finish); this one was not")
+        return self.tolerances[output]
 
     def describe(self) -> dict:
         """The declarative parameters, as they appear at the top of the golden."""

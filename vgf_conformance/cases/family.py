@@ -13,15 +13,13 @@ files that exist and hold what their cases declare.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import importlib.util
-import pkgutil
 import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
 from vgf_conformance.cases.case import Case, Expectation
-from vgf_conformance.cases.tolerances import TRAITS, Tolerance
+from vgf_conformance.cases.tolerances import TRAITS, Tolerance, resolve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +57,16 @@ class Family:
         unknown_traits = sorted({t for c in cases for t in c.traits} - set(TRAITS))
         if unknown_traits:
             raise ValueError(f"family {self.name!r}: unknown traits {unknown_traits}; known: {sorted(TRAITS)}")
-        return [dataclasses.replace(c, quick=c.id in self.quick, expect=self.expectations.get(c.id, c.expect),
-                                    inputs=self._sample_inputs(c)) for c in cases]
+        return [self.finish(c) for c in cases]
+
+    def finish(self, case: Case) -> Case:
+        """``case`` as the table holds it: its quick-tier mark, its known
+        failure, its sample inputs checked and its tolerances resolved (the
+        family default loosened by its traits, one per output)."""
+        tolerances = tuple(resolve(self.tolerance, f"{self.name} default", case.all_traits, qspec, case.quantized)
+                           for qspec in case.output_qspecs)
+        return dataclasses.replace(case, quick=case.id in self.quick, expect=self.expectations.get(case.id, case.expect),
+                                   inputs=self._sample_inputs(case), tolerances=tolerances)
 
     def _sample_inputs(self, case: Case) -> tuple:
         """The case's inputs, each file input resolved against :attr:`root`
@@ -88,17 +94,6 @@ def register(family: Family) -> Family:
         raise ValueError(f"family {family.name!r} is registered twice")
     FAMILIES[family.name] = family
     return family
-
-
-def builtin_families() -> list[Family]:
-    """The families of :mod:`vgf_conformance.cases.families`: each module's ``FAMILY``."""
-    from vgf_conformance.cases import families
-
-    found = []
-    for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{families.__name__}.{info.name}")
-        found.append(register(module.FAMILY))
-    return found
 
 
 def load_case_file(path: str | Path) -> list[Family]:

@@ -277,7 +277,7 @@ def _statistical(max_lsb: float, p99_lsb: float, min_snr_db: float | None = None
 #: Measured on the pinned stack over three input seeds (the case's own and two
 #: others; each seed calibrates its own quantization; the worst values are in
 #: docs/slack/model-seeds.json, written by ``python -m
-#: vgf_conformance.cases.families.models``): each LSB bound is 1.5x the worst
+#: vgf_conformance.harness.model_bounds``): each LSB bound is 1.5x the worst
 #: observed, rounded down to 0.01 (a bias below 0.01 counts as 0.01); each SNR
 #: floor is the worst observed minus 3.5 dB (1.5x the error's amplitude),
 #: rounded up to 0.1. A model states every field of every comparison (the
@@ -396,16 +396,6 @@ def resolve(base: Tolerance | None, base_name: str, traits, output_dtype: str | 
         resolved = {what: b.scaled(scale[1]) for what, b in resolved.items()}
         sources = {k: f"{v} x{scale[1]:.0f} ({scale[0]})" for k, v in sources.items()}
     return Tolerance(resolved, vulkan, tuple(why), sources)
-
-
-def tolerance_of(case, output: int = 0) -> Tolerance:
-    """The tolerance of ``case``'s output ``output``: its family's default
-    loosened by its traits."""
-    from vgf_conformance.cases.family import FAMILIES
-
-    family = FAMILIES[case.family]
-    return resolve(family.tolerance, f"{family.name} default", case.all_traits,
-                   case.output_qspecs[output], case.quantized)
 
 
 def check_traits(defaults: list[Tolerance]) -> None:

@@ -11,14 +11,14 @@ weights (``int8-weights``) move it up to ~120 LSB from the float model.
 
 from __future__ import annotations
 
-from vgf_conformance.cases import models
+import vgf_conformance.cases.models as models
 from vgf_conformance.cases.case import Case, InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import Bound
 
 A16W8 = dict(quant_config="a16w8")
-# The pull-request tier, chosen by coverage (python -m vgf_conformance.harness.coverage
+# The pull-request tier, chosen by coverage (python -m vgf_conformance coverage
 # --from-scratch; tests/test_coverage.py): with the other families' quick cases,
 # every lowering feature of the full matrix at the least recorded time. Each
 # case with the features only it brings to the tier.

@@ -16,7 +16,7 @@ from typing import Callable
 
 from torch import nn
 
-from vgf_conformance.cases import models
+import vgf_conformance.cases.models as models
 from vgf_conformance.cases.case import Case, Expectation, InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
@@ -27,7 +27,7 @@ FLOAT = (("float",), ("float",))
 FLOW_IO = (("int8", "float"), ("int8",))
 PT2E_OFF = dict(enable_pt2e_quantization=False)
 
-# The pull-request tier, chosen by coverage (python -m vgf_conformance.harness.coverage
+# The pull-request tier, chosen by coverage (python -m vgf_conformance coverage
 # --from-scratch; tests/test_coverage.py): with the other families' quick cases,
 # every lowering feature of the full matrix at the least recorded time. Each
 # case with the features only it brings to the tier.

@@ -14,7 +14,7 @@ padding and a quantized grid).
 
 from __future__ import annotations
 
-from vgf_conformance.cases import models
+import vgf_conformance.cases.models as models
 from vgf_conformance.cases.case import Case, InputSpec, io_suffix
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
@@ -34,7 +34,7 @@ OUT["beyond"] = OUT["random"]
 #: The default IO: an SNORM8 image, an SNORM16 grid, an SNORM8 output.
 DEFAULT_IO = (("int8", "int16"), ("int8",))
 
-# The pull-request tier, chosen by coverage (python -m vgf_conformance.harness.coverage
+# The pull-request tier, chosen by coverage (python -m vgf_conformance coverage
 # --from-scratch; tests/test_coverage.py): with the other families' quick cases,
 # every lowering feature of the full matrix at the least recorded time. Each
 # case with the features only it brings to the tier.
@@ -153,7 +153,7 @@ def _dimension_cases() -> list[Case]:
 
 
 # Each bound at most 1.5x the worst measured over the outputs it decides
-# (python -m vgf_conformance.cases.slack). The lowered program equals fake-quant
+# (python -m vgf_conformance slack). The lowered program equals fake-quant
 # bit for bit (137 outputs; the others are chains or clip): exact. The grid
 # sampler reference rounds once: 0.85 LSB measured against the float model on
 # dequantized inputs (the oracle's default of 1 LSB holds); on the raw inputs,

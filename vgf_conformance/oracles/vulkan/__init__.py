@@ -9,7 +9,7 @@ One module per idea:
 | ``runner.py`` | running one scenario in a child process with a timeout; merging several into one runner process (:class:`VulkanRunError`, :func:`rerun_command`) |
 | ``scenario.py`` | the scenario of one program (:class:`ScenarioBuilder`, :func:`build_scenario`; :data:`DELEGATES`, how each backend's delegate goes in) |
 | ``check.py`` | a case on Vulkan against the TOSA-reference path, tensor by tensor (:class:`VulkanCheck`) |
-| ``__main__.py`` | ``python -m vgf_conformance.oracles.vulkan SCENARIO.json`` reruns a saved scenario by hand |
+| ``__main__.py`` | ``python -m vgf_conformance vulkan SCENARIO.json`` reruns a saved scenario by hand |
 | ``shaders/`` | the grid sampler's compute shader |
 """
 

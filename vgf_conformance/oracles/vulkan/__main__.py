@@ -1,4 +1,4 @@
-"""``python -m vgf_conformance.oracles.vulkan SCENARIO.json``: rerun a saved
+"""``python -m vgf_conformance vulkan SCENARIO.json``: rerun a saved
 scenario by hand (the command :func:`~vgf_conformance.oracles.vulkan.rerun_command`
 prints)."""
 
@@ -13,7 +13,7 @@ from vgf_conformance.oracles.vulkan.stack import VulkanUnavailable
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.oracles.vulkan",
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance vulkan",
                                      description="Rerun a saved scenario on the Vulkan stack.")
     parser.add_argument("scenario", type=Path)
     args = parser.parse_args(argv)
@@ -26,5 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("vulkan", "vgf_conformance.oracles.vulkan")

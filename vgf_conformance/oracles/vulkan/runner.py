@@ -30,7 +30,7 @@ class VulkanRunError(RuntimeError):
 
 def rerun_command(scenario: Path) -> str:
     """The command that reruns ``scenario`` by hand (:mod:`vgf_conformance.oracles.vulkan.__main__`)."""
-    return f"{shlex.quote(sys.executable)} -m vgf_conformance.oracles.vulkan {shlex.quote(str(scenario))}"
+    return f"{shlex.quote(sys.executable)} -m vgf_conformance vulkan {shlex.quote(str(scenario))}"
 
 
 def run_scenario(scenario: Path, timeout: float = RUN_TIMEOUT) -> float:
