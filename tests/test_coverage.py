@@ -1,5 +1,5 @@
 """The pull-request tier holds every lowering feature of the full matrix
-(python -m vgf_conformance.harness.coverage): a golden that brings a feature no
+(python -m vgf_conformance coverage): a golden that brings a feature no
 quick case has fails here, naming the case to mark quick."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_the_quick_tier_holds_every_feature_of_the_full_matrix(by_case):
     missing = uncovered(by_case, QUICK)
     assert not missing, (
         f"{len(missing)} lowering features of the full matrix are in no quick case, so no pull request "
-        f"runs them; mark a case quick in its family's QUICK set (python -m vgf_conformance.harness.coverage "
+        f"runs them; mark a case quick in its family's QUICK set (python -m vgf_conformance coverage "
         f"--pick for the cheapest set):\n{describe_missing(missing, SECONDS)}")
     assert len(by_case) >= len(CASES) - 2  # every case with a golden is read
 

@@ -1,4 +1,4 @@
-"""The explorer (``python -m vgf_conformance.explore``): its command line, its draw
+"""The explorer (``python -m vgf_conformance explore``): its command line, its draw
 child (timeouts, crashes), grouping and shrinking, and end to end on the real
 export flow with planted faults (``VGF_EXPLORE_FAULT``, see
 vgf_conformance/explore/faults.py)."""
@@ -277,7 +277,7 @@ def test_the_same_seed_draws_the_same_cases(tmp_path):
 def _explore(tmp_path, fault: str, *args: str, timeout: float = 400) -> tuple[dict, str]:
     out = tmp_path / "out"
     env = dict(os.environ, **{faults.ENV: fault})
-    proc = subprocess.run([sys.executable, "-m", "vgf_conformance.explore", "--out", str(out), *args],
+    proc = subprocess.run([sys.executable, "-m", "vgf_conformance", "explore", "--out", str(out), *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "findings.json").read_text()), proc.stderr

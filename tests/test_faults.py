@@ -234,7 +234,8 @@ def test_a_tosa_version_change_fails_the_golden_and_names_the_section(tmp_path, 
     the same, the golden's tosa section says which version changed."""
     import json
 
-    from vgf_conformance.goldens import golden_path, tosa_reader
+    from vgf_conformance.goldens import golden_path
+    from vgf_conformance.tosa import reader as tosa_reader
 
     case_id = "resize-bilinear-ac0-up2-int8io"
     real = tosa_reader.summarize_tosa

@@ -1,4 +1,4 @@
-"""The upstream grid-sampler comparison (``python -m vgf_conformance.native``).
+"""The upstream grid-sampler comparison (``python -m vgf_conformance native``).
 
 One case through both paths (one export each, shared), its upstream program
 run on Vulkan, and planted faults the comparison must report: Vulkan outputs

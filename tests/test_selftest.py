@@ -1,6 +1,6 @@
 """The self-test's faults (vgf_conformance/selftest): each patches the real
 stack and is undone; the plugin applies the named one in a run, where the
-suite catches it; python -m vgf_conformance.selftest prints what caught each."""
+suite catches it; python -m vgf_conformance selftest prints what caught each."""
 
 from __future__ import annotations
 

@@ -53,3 +53,30 @@ def test_an_exact_match_that_loses_its_infinite_snr_fails():
 
 def test_nothing_to_compare_is_said_not_passed():
     assert statistics_drift({"error": "[run] ..."}, {"error": "[run] ..."}) == ([], 0)
+
+
+def _failed_run(case_id: str, message: str):
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.harness.runner import CaseRun, StageFailure
+
+    stored = json.loads((GOLDEN.parent / f"{case_id}.json").read_text())
+    return CaseRun(CASES[case_id], Path("artifacts"), "run", failure=StageFailure("run", "LoweredRunError", message),
+                   result=object(), golden={"numerics": stored["numerics"]})
+
+
+def test_a_run_that_failed_as_expected_is_an_expected_failure_not_a_skip():
+    """Where the run stage failed there are no statistics: the check says so
+    as the numerics checks do (xfail under the case's expectation, else a
+    failure), never as a skip, which hides a check (and fails a strict run)."""
+    import pytest
+
+    from vgf_conformance import checks
+    from vgf_conformance.harness.runner import CaseFailure, ExpectedStageFailure
+
+    case_id = "resize-bicubic-ac0-up2-int8io"
+    expected = ("delegate 0 (VgfBackend): TOSA reference model: BAD_INPUT; input[0] (x): "
+                "dtype float32, graph wants INT8 (int8)")
+    with pytest.raises(ExpectedStageFailure, match="BAD_INPUT"):
+        checks.statistics(_failed_run(case_id, expected))
+    with pytest.raises(CaseFailure, match="failed at stage 'run'"):
+        checks.statistics(_failed_run(case_id, "delegate 0 (VgfBackend): TOSA reference model: ERROR"))

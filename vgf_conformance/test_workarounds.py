@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from vgf_conformance.cases import CASES
-from vgf_conformance.goldens import golden_tosa, pte_section, summarize_tosa
+from vgf_conformance.goldens import golden_tosa, pte_section
+from vgf_conformance.tosa.reader import summarize_tosa
 from vgf_conformance.harness.plugin import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
@@ -76,7 +77,7 @@ def test_workaround_still_needed(name, tmp_path, request):
 
 def test_grid_sampler_routing_still_needed(tmp_path, request):
     """Does ExecuTorch's own grid-sampler lowering still fail, or do worse, on
-    the ledger's probes? (``python -m vgf_conformance.native``: each probe exported
+    the ledger's probes? (``python -m vgf_conformance native``: each probe exported
     the upstream way in a worker child, run on Vulkan, compared with the
     project's path on the same references.)"""
     from vgf_conformance.native.__main__ import main
@@ -96,7 +97,7 @@ def test_grid_sampler_routing_still_needed(tmp_path, request):
     assert evidence, (
         f"workaround 'grid-sampler-routing' may no longer be needed on executorch "
         f"{installed_executorch_version()}: ExecuTorch's own lowering runs {list(workaround.probes)} "
-        f"on Vulkan repeatably and no worse than the project's path; run python -m vgf_conformance.native "
+        f"on Vulkan repeatably and no worse than the project's path; run python -m vgf_conformance native "
         f"over every grid_sample case before removing it ({workaround.upstream})."
     )
 

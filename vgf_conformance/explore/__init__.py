@@ -1,4 +1,4 @@
-"""``python -m vgf_conformance.explore``: find what breaks, by drawing cases.
+"""``python -m vgf_conformance explore``: find what breaks, by drawing cases.
 
 The explorer draws resize and grid_sample cases from the same space as the
 case table (modes, scale factors as fractions or sizes, per axis,
@@ -26,5 +26,5 @@ Modules:
 | ``sampling.py`` | a RESIZE's sampling positions against PyTorch's |
 | ``findings.py`` | ``findings.json`` and ``findings.md`` |
 | ``faults.py`` | planted faults for the explorer's own tests (``VGF_EXPLORE_FAULT``) |
-| ``draw.py`` | ``python -m vgf_conformance.explore.draw '<json>'``: rerun one draw, in process |
+| ``draw.py`` | ``python -m vgf_conformance draw '<json>'``: rerun one draw, in process |
 """

@@ -1,4 +1,4 @@
-"""python -m vgf_conformance.explore --budget 10m --seed N [--family resize|grid_sample]
+"""python -m vgf_conformance explore --budget 10m --seed N [--family resize|grid_sample]
 [--vulkan] [--out DIR]
 
 Draw resize and grid_sample cases from the table's space, export each in a
@@ -69,7 +69,7 @@ def _share(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.explore", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance explore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", type=parse_budget, required=True,
                         help="wall time of the whole run: 10m, 90s, 1h, 1m30s or seconds")
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    command = "python -m vgf_conformance.explore " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python -m vgf_conformance explore " + shlex.join(sys.argv[1:] if argv is None else argv)
     from vgf_export.workarounds import WORKAROUNDS
 
     unknown = [w for w in args.disable_workaround if w not in WORKAROUNDS]
@@ -146,10 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         explorer.run()
     except ChildStartError as error:
-        print(f"python -m vgf_conformance.explore: {error}", file=sys.stderr)
+        print(f"python -m vgf_conformance explore: {error}", file=sys.stderr)
         return 2
     return 1 if explorer.error else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("explore", "vgf_conformance.explore")

@@ -1,4 +1,4 @@
-"""``python -m vgf_conformance.explore.draw '<json>'``: run one draw, in this process.
+"""``python -m vgf_conformance draw '<json>'``: run one draw, in this process.
 
 The JSON is what ``findings.md`` prints for a group's minimal case:
 ``{"family": "resize", "params": {...}}`` (optionally ``"vulkan": true``,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.explore.draw", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance draw", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("draw", help='{"family": ..., "params": {...}} as findings.md prints it')
     parser.add_argument("--artifacts", type=Path, help="where to export (default: a new temporary directory)")
@@ -46,5 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if outcome["signature"] else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("draw", "vgf_conformance.explore.draw")

@@ -3,12 +3,13 @@
 :func:`evaluate` builds the draw's case from its rendered builder call
 (:mod:`vgf_conformance.explore.space`), exports it once with the suite's
 :func:`~vgf_conformance.harness.runner.run_case` into the draw's own artifacts
-directory, and calls the suite's own test functions on the run
-(``test_export``, ``test_delegation``, one ``test_numerics_*`` per oracle;
-``test_pte`` with ``pte``; a Vulkan run against the TOSA-reference path
-with ``vulkan``), so a failure here is what the suite would report for that
-case. A draw whose case equals a table case (same parameters) carries that
-case's :class:`Expectation`, as the suite would.
+directory, and calls the suite's own checks on the run
+(:mod:`vgf_conformance.checks`: export, delegation, one comparison per oracle;
+the ``.pte`` with ``pte``; a Vulkan run against the TOSA-reference path with
+``vulkan``), each reported under the name of the suite's test that calls it,
+so a failure here is what the suite would report for that case. A draw whose
+case equals a table case (same parameters) carries that case's
+:class:`Expectation`, as the suite would.
 
 It returns a JSON-native outcome: each test's result and message, the
 failure's stage and error, every comparison's statistics against its bound,
@@ -23,7 +24,6 @@ import functools
 import time
 from fractions import Fraction
 from pathlib import Path
-from types import SimpleNamespace
 
 from vgf_conformance.explore import faults, sampling, space
 
@@ -70,11 +70,6 @@ def _watch_export_causes() -> None:
     runner.export_model = export_model
 
 
-def _request_stub():
-    return SimpleNamespace(node=SimpleNamespace(user_properties=[]),
-                           config=SimpleNamespace(getoption=lambda name: False))
-
-
 @functools.lru_cache(maxsize=1)
 def _table_by_description() -> dict:
     from vgf_conformance.cases import CASES
@@ -99,11 +94,13 @@ def table_twin(case):
     return _table_by_description().get(_description_key(case))
 
 
-def _test_result(test, run, name: str) -> dict:
+def _test_result(check, run, name: str, *args) -> dict:
+    """What the suite's test ``name`` would say of ``check`` (a function of
+    :mod:`vgf_conformance.checks`) on ``run``."""
     from vgf_conformance.harness.runner import ExpectedStageFailure
 
     try:
-        test(run, _request_stub())
+        check(run, *args)
     except ExpectedStageFailure as error:
         return {"test": name, "result": "xfailed", "message": str(error)}
     except AssertionError as error:  # CaseFailure is one
@@ -143,7 +140,7 @@ def _comparisons(case, numerics) -> list[dict]:
 
 
 def _resize_ops(result) -> list[dict]:
-    from vgf_conformance.goldens.tosa_reader import summarize_tosa
+    from vgf_conformance.tosa.reader import summarize_tosa
 
     ops = []
     for f in result.artifacts.delegate_files("tosa"):
@@ -197,7 +194,9 @@ def _vulkan(run, workdir: Path) -> dict:
     except VulkanRunError as error:
         return {"test": "test_vulkan", "result": "failed", "message": f"Vulkan run failed\n{error}",
                 "kind": "error"}
-    problems = check.problems(run.case.get_tolerance().vulkan_float_lsb)
+    from vgf_conformance.cases.tolerances import VULKAN_NEAREST_TIES
+
+    problems = check.problems(run.case.get_tolerance().vulkan_float_lsb, VULKAN_NEAREST_TIES)
     return {"test": "test_vulkan", "result": "failed" if problems else "passed",
             "message": "\n".join(problems) or None, "kind": "mismatch", "seconds": round(check.seconds, 3),
             "report": check.report_dict()}
@@ -205,7 +204,7 @@ def _vulkan(run, workdir: Path) -> dict:
 
 def evaluate(request: dict) -> dict:
     """Run one draw: ``request`` = {family, params, artifacts, vulkan, pte, draw_timeout}."""
-    from vgf_conformance import test_cases as suite
+    from vgf_conformance import checks
     from vgf_conformance.harness.runner import run_case
     from vgf_conformance.oracles import lowered
     from vgf_conformance.oracles.references import ORACLES
@@ -237,12 +236,12 @@ def evaluate(request: dict) -> dict:
         outcome["failure"]["causes"] = list(_LAST_CAUSES)
         outcome["failure"]["root_cause"] = _LAST_CAUSES[-1]
     outcome["seconds_by_stage"] = {k: round(v, 3) for k, v in run.seconds.items()}
-    tests = [_test_result(suite.test_export, run, "test_export")]
+    tests = [_test_result(checks.export, run, "test_export")]
     if run.result is not None:
         report = run.result.report
         outcome["delegates"] = [{"backend": d.backend, "ops": d.ops} for d in report.delegates]
         outcome["cpu_ops"] = list(report.cpu_ops)
-        tests.append(_test_result(suite.test_delegation, run, "test_delegation"))
+        tests.append(_test_result(checks.delegation, run, "test_delegation"))
         if family == "resize":
             try:
                 ops = _resize_ops(run.result)
@@ -253,14 +252,14 @@ def evaluate(request: dict) -> dict:
     if run.numerics is not None:
         outcome["comparisons"] = _comparisons(case, run.numerics)
         for oracle in ORACLES.values():
-            tests.append(_test_result(getattr(suite, oracle.test_name), run, oracle.test_name))
+            tests.append(_test_result(checks.outputs, run, oracle.test_name, oracle))
         if request.get("pte"):
-            tests.append(_test_result(suite.test_pte, run, "test_pte"))
+            tests.append(_test_result(checks.pte, run, "test_pte"))
         if request.get("vulkan"):
             tests.append(_vulkan(run, artifacts / "vulkan"))
     elif run.result is not None:  # the run stage failed: the numerics tests fail with it
         for oracle in ORACLES.values():
-            tests.append(_test_result(getattr(suite, oracle.test_name), run, oracle.test_name))
+            tests.append(_test_result(checks.outputs, run, oracle.test_name, oracle))
     outcome["tests"] = tests
     outcome["seconds"] = round(time.perf_counter() - started, 3)
     return outcome
@@ -268,7 +267,7 @@ def evaluate(request: dict) -> dict:
 
 def warm_up() -> None:
     """Import what every draw needs, once per child."""
-    from vgf_conformance import test_cases  # noqa: F401
+    from vgf_conformance import checks  # noqa: F401
     from vgf_conformance.cases import CASES  # noqa: F401
     from vgf_conformance.harness import runner  # noqa: F401
 

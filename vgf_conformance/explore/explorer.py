@@ -386,7 +386,7 @@ class Explorer:
             statuses[key] = statuses.get(key, 0) + 1
         explore_s = self.phase_seconds.get("explore", total)
         return {
-            "command": options.command or f"python -m vgf_conformance.explore --budget {options.budget:g}s "
+            "command": options.command or f"python -m vgf_conformance explore --budget {options.budget:g}s "
                                           f"--seed {options.seed} --out {options.out}",
             "seed": options.seed,
             "budget_seconds": options.budget,

@@ -29,7 +29,7 @@ def reproduce_command(outcome: dict, vulkan: bool = False) -> str:
     request = {"family": outcome["family"], "params": outcome["params"]}
     if vulkan:
         request["vulkan"] = True
-    return f".venv/bin/python -m vgf_conformance.explore.draw {shlex.quote(json.dumps(request))}"
+    return f".venv/bin/python -m vgf_conformance draw {shlex.quote(json.dumps(request))}"
 
 
 def known_reason(outcome: dict) -> str | None:
@@ -64,7 +64,7 @@ def expectation(outcome: dict, seed: int) -> tuple[str | None, str]:
     sig = outcome.get("signature") or ""
     reason_name = known_reason(outcome)
     reason = reason_name or json.dumps(
-        f"found by python -m vgf_conformance.explore (seed {seed}): {_summary_line(outcome)}; explain it here")
+        f"found by python -m vgf_conformance explore (seed {seed}): {_summary_line(outcome)}; explain it here")
     if sig.startswith("stage:"):
         f = outcome["failure"]
         return (f'Expectation({json.dumps(f["stage"])}, r"{re.escape(f["error_type"])}", {reason})',

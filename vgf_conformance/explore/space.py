@@ -271,7 +271,7 @@ def _int_in(value, low: int, high: int) -> bool:
 
 
 #: The largest sizes a draw may ask for, whatever limits the explorer was run
-#: with (``python -m vgf_conformance.explore --max-in ...``): a draw read from a
+#: with (``python -m vgf_conformance explore --max-in ...``): a draw read from a
 #: file is checked against these.
 DOMAIN = Limits(max_in=1024, max_out=2048, max_channels=64, max_batch=8, max_grid=1024)
 
@@ -347,6 +347,7 @@ def build_case(code: str):
     of literals); anything else is a
     ``ValueError`` naming it."""
     from vgf_conformance.cases.case import Expectation
+    from vgf_conformance.cases.families import grid_sample, resize
     from vgf_conformance.cases.families.grid_sample import grid_case
     from vgf_conformance.cases.families.resize import MODES, resize_case
 
@@ -379,7 +380,8 @@ def build_case(code: str):
     if not (isinstance(body, ast.Call) and isinstance(body.func, ast.Name)
             and body.func.id in ("resize_case", "grid_case")):
         raise ValueError(f"not a builder call (resize_case or grid_case): {code!r}")
-    return value(body)
+    family = {"resize_case": resize.FAMILY, "grid_case": grid_sample.FAMILY}[body.func.id]
+    return family.finish(value(body))  # its tolerances resolved, as the table's are
 
 
 def output_hw(params: dict) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """ExecuTorch's own grid-sampler lowering next to the project's (issue 14, part 4).
 
-``python -m vgf_conformance.native`` exports each grid_sample case and each
+``python -m vgf_conformance native`` exports each grid_sample case and each
 flow-warp composite the upstream way (``export_model(...,
 grid_sampler_lowering="upstream")``: no GridSamplerBackend, no routing), with
 and without ``glslc`` on PATH, runs it on the Vulkan tier, and compares its

@@ -1,7 +1,7 @@
-"""``python -m vgf_conformance.native``: every grid_sample case (and the flow-warp
+"""``python -m vgf_conformance native``: every grid_sample case (and the flow-warp
 composites) exported ExecuTorch's own way, run on Vulkan, next to the project's path.
 
-    python -m vgf_conformance.native [--cases ID_OR_GLOB ...] [--out DIR] [--doc PATH]
+    python -m vgf_conformance native [--cases ID_OR_GLOB ...] [--out DIR] [--doc PATH]
 
 Each case runs in a worker child (:mod:`vgf_conformance.native.worker`) with a
 timeout; a case that hangs or crashes it fails alone. Writes
@@ -56,7 +56,7 @@ def _render_again(results_dir: Path, doc: Path | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.native", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance native", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", metavar="ID_OR_GLOB",
                         help="case ids or globs (default: the grid_sample family and the flow-warp composites)")
     parser.add_argument("--out", type=Path, default=Path("native-results"), help="results directory")
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     child = DrawChild(args.out / "worker.log", env=env, cwd=repo,
                       command=(sys.executable, "-m", "vgf_conformance.native.worker"))
-    shown = ["python", "-m", "vgf_conformance.native"] + (["--cases", *args.cases] if args.cases else []) + (
+    shown = ["python", "-m", "vgf_conformance", "native"] + (["--cases", *args.cases] if args.cases else []) + (
         ["--glslc", args.glslc] if args.glslc != "both" else []) + (
         ["--project", args.project] if args.project != "golden" else [])
     meta = {"command": shlex.join(shown), "executorch": installed_executorch_version(), "seconds": 0.0,
@@ -129,5 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("native", "vgf_conformance.native")

@@ -1,6 +1,6 @@
 """Where a numerics divergence starts: the lowered TOSA graph, op by op, against its quantized source.
 
-``python -m vgf_conformance.oracles.localize CASE [--fault NAME] [--json FILE]``
+``python -m vgf_conformance localize CASE [--fault NAME] [--json FILE]``
 
 A numerics failure says how far a case's outputs are from the PT2E program;
 this says which op of the lowered graph makes them move. The case is exported
@@ -25,7 +25,6 @@ program's outputs).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -384,7 +383,7 @@ def describe_first(localization: dict) -> str:
     return (f"the first TOSA op that adds more than its bounds to its PT2E source is delegate "
             f"{first['delegate']} op[{first['op_index']}] {first['op']} (from PT2E node {first['source']}): "
             f"{first['local_lsb']:g} LSB on {first['differing']} of {first['elements']} elements, bias "
-            f"{first['local_bias_lsb']:+.3f}; python -m vgf_conformance.oracles.localize {localization['case']}")
+            f"{first['local_bias_lsb']:+.3f}; python -m vgf_conformance localize {localization['case']}")
 
 
 def localize_run(case) -> dict:
@@ -398,33 +397,7 @@ def localize_run(case) -> dict:
         return {"case": case.id, "error": f"{type(error).__name__}: {error}"[:500]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.oracles.localize", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", help="a case id (python -m vgf_conformance lists them)")
-    parser.add_argument("--fault", help="inject this self-test fault first (vgf_conformance.selftest.faults)")
-    parser.add_argument("--json", type=Path, help="also write the comparison to this file")
-    args = parser.parse_args(argv)
-    from vgf_conformance.cases import CASES
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
 
-    if args.case not in CASES:
-        parser.error(f"case: unknown case {args.case!r} (python -m vgf_conformance lists them)")
-    undo = None
-    if args.fault:
-        from vgf_conformance.selftest.faults import get
-
-        undo = get(args.fault).apply()
-    try:
-        with tempfile.TemporaryDirectory(prefix="vgf-localize-") as root:
-            found = localize(CASES[args.case], Path(root) / "artifacts")
-    finally:
-        if undo:
-            undo()
-    print(found.describe())
-    if args.json:
-        args.json.write_text(json.dumps(found.to_dict(), indent=1, sort_keys=True) + "\n")
-    return 0 if found.first is None else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    forward_to_cli("localize", "vgf_conformance.oracles.localize")

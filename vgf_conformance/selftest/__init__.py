@@ -1,2 +1,2 @@
 """The suite's self-test: faults injected into the real stack, and the table of what caught each
-(:mod:`.faults`, :mod:`.inject`, ``python -m vgf_conformance.selftest``)."""
+(:mod:`.faults`, :mod:`.inject`, ``python -m vgf_conformance selftest``)."""

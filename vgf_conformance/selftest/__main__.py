@@ -1,4 +1,4 @@
-"""``python -m vgf_conformance.selftest [--fault NAME ...] [--full] [--out DIR] [-- PYTEST ARGS]``
+"""``python -m vgf_conformance selftest [--fault NAME ...] [--full] [--out DIR] [-- PYTEST ARGS]``
 
 Runs the quick tier (``--full``: the whole matrix) once without a fault and
 once under each fault of :data:`vgf_conformance.selftest.faults.FAULTS`, each
@@ -50,7 +50,7 @@ def run(fault: str | None, out: Path, pytest_args: list[str]) -> tuple[int, dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.selftest", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance selftest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fault", action="append", choices=sorted(FAULTS), help="only these faults (repeatable)")
     parser.add_argument("--full", action="store_true", help="the full matrix, not the quick tier")
@@ -87,5 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missed else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("selftest", "vgf_conformance.selftest")

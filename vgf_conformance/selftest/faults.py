@@ -4,7 +4,7 @@ Each :class:`Fault` patches the pinned stack at one point where a release
 could plausibly regress (the quantizer's observers, the partitioner's support
 checks, an Arm pass, the TOSA serialization of one op, the model converter,
 the ``.pte`` emitter, the runtime's kernels) and
-changes what an export produces. ``python -m vgf_conformance.selftest`` runs
+changes what an export produces. ``python -m vgf_conformance selftest`` runs
 the quick tier (or the full matrix) under each and prints which cases and
 which checks caught it; a fault no check catches is a hole in the suite.
 

@@ -1,7 +1,7 @@
 """A pytest plugin that applies the fault named by ``VGF_INJECT_FAULT`` in
 every process of a run (the controller and each xdist worker):
 ``VGF_INJECT_FAULT=clamp-min-raised pytest -p vgf_conformance.selftest.inject ...``.
-Loaded only by the self-test (``python -m vgf_conformance.selftest``); without
+Loaded only by the self-test (``python -m vgf_conformance selftest``); without
 the variable it does nothing."""
 
 from __future__ import annotations
