@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from vgf_conformance.harness.html import golden_diff, render_html, write_html
-from vgf_conformance.harness.report import CaseRecord, build_report, write_report
+from vgf_conformance.harness.publish import write_report
+from vgf_conformance.harness.report import CaseRecord, build_report
 
 #: One worker runs the module (under --dist loadgroup): the planted-fault run is made once.
 pytestmark = pytest.mark.xdist_group("html-report")
@@ -107,7 +108,7 @@ def test_merged_shards_keep_their_maps(faulty_run, tmp_path):
     for case in report["cases"]:
         case["run"]["artifacts"] = "/elsewhere"  # the shard job's machine
     (shard / "report.json").write_text(json.dumps(report))
-    from vgf_conformance.harness.report import main
+    from vgf_conformance.harness.publish import main
 
     assert main(["merge", str(tmp_path / "merged"), str(shard)]) == 0
     assert (tmp_path / "merged" / "maps" / CASE / MAP).is_file()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from vgf_conformance.goldens import describe_changes, serialize
-from vgf_conformance.harness.report import build_report, main, merge_reports, render_markdown
+from vgf_conformance.harness.publish import main
+from vgf_conformance.harness.report import build_report, merge_reports, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -117,7 +118,8 @@ def test_the_report_is_written_without_torch(tmp_path):
 import json, sys
 from pathlib import Path
 from vgf_conformance.harness.plugin import CaseReport
-from vgf_conformance.harness.report import build_report, write_report
+from vgf_conformance.harness.publish import write_report
+from vgf_conformance.harness.report import build_report
 out = Path({str(tmp_path)!r})
 write_report(build_report(json.loads((out / "record.json").read_text()), {{}}), out)
 heavy = sorted(m for m in ("torch", "executorch", "vgf_export") if m in sys.modules)

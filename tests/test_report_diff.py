@@ -1,4 +1,4 @@
-"""``python -m vgf_conformance.report diff``: what changed between two reports.
+"""``python -m vgf_conformance report diff``: what changed between two reports.
 
 Small synthetic reports, each change of one kind at a time, so each check is
 shown to see the change it exists for (and to stay quiet without it); bad
@@ -174,7 +174,7 @@ def test_bad_input_is_named(tmp_path, capsys, content, expected):
         main(["diff", str(path), str(good)])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("python -m vgf_conformance.report diff: error: ")
+    assert err.startswith("python -m vgf_conformance report diff: error: ")
     assert re.search(expected, err), err
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -186,7 +186,7 @@ def test_bad_input_is_named(tmp_path, capsys, content, expected):
 def test_the_command_line_runs_as_a_module(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "report.json").write_text(json.dumps(_base()))
-    done = subprocess.run([sys.executable, "-m", "vgf_conformance.report", "diff", str(tmp_path / "a"), str(tmp_path / "a")],
+    done = subprocess.run([sys.executable, "-m", "vgf_conformance", "report", "diff", str(tmp_path / "a"), str(tmp_path / "a")],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "3 cases in both: **0 changed**" in done.stdout
@@ -202,7 +202,7 @@ def test_diff_and_compat_need_only_the_standard_library():
 
 def test_merge_is_forwarded_to_the_harness_command(monkeypatch):
     seen = []
-    monkeypatch.setattr("vgf_conformance.harness.report.main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setattr("vgf_conformance.harness.publish.main", lambda argv: seen.append(argv) or 0)
     assert main(["merge", "out", "shard-1", "shard-2"]) == 0
     assert seen == [["merge", "out", "shard-1", "shard-2"]]
 

@@ -1,12 +1,12 @@
 """Commands on conformance reports.
 
-    python -m vgf_conformance.report diff OLD NEW [--json] [-o FILE]
+    python -m vgf_conformance report diff OLD NEW [--json] [-o FILE]
         what changed between two reports (directories or report.json files),
         per case and section, grouped; Markdown for a pull-request comment
-    python -m vgf_conformance.report compat --baseline DIR CANDIDATE_DIR... [-o docs/compatibility.md]
+    python -m vgf_conformance report compat --baseline DIR CANDIDATE_DIR... [-o docs/compatibility.md]
         the compatibility matrix from candidate reports (scripts/candidate.sh)
-    python -m vgf_conformance.report merge OUT DIR...
-        merge shard reports (python -m vgf_conformance.harness.report merge)
+    python -m vgf_conformance report merge OUT DIR...
+        merge shard reports (report.json, or a killed shard's cases.jsonl) into one
 
 Exit status: 0, or 2 with a message naming the argument when an input is not
 a readable report.
@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 from vgf_conformance.harness import compat, diff
-from vgf_conformance.harness import report as harness_report
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -34,9 +33,11 @@ def _write(text: str, out: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["merge"]:
-        return harness_report.main(argv)
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.report", description=__doc__,
+    if argv[:1] == ["merge"]:  # writes report.html too: its imports only here (diff and compat need none)
+        from vgf_conformance.harness import publish
+
+        return publish.main(argv)
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff", help="what changed between two reports")
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--baseline", type=Path, help="a report of the pinned stack on the same cases "
                    "(numerics and warnings are compared with it)")
     c.add_argument("-o", "--out", type=Path, help="write here (e.g. docs/compatibility.md) instead of standard output")
-    sub.add_parser("merge", help="merge shard reports: merge OUT DIR... (see python -m vgf_conformance.harness.report)")
+    sub.add_parser("merge", help="merge shard reports: merge OUT DIR...")
     args = parser.parse_args(argv)
     try:
         if args.command == "diff":
@@ -70,5 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog} {args.command}: error: {error}\n")
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("report", "vgf_conformance.report")

@@ -13,9 +13,9 @@ golden diff, numerics against each oracle with the bound and the share of
 it used, its error maps and the command that reruns it
 (``report.html#case=<case id>`` opens it).
 
-``python -m vgf_conformance.harness.html DIR`` renders ``DIR/report.json`` again;
+``python -m vgf_conformance html DIR`` renders ``DIR/report.json`` again;
 ``--diff OLD`` writes ``DIR/diff.html``: the page with a report diff
-(:mod:`vgf_conformance.harness.diff`, ``python -m vgf_conformance.report diff``) on
+(:mod:`vgf_conformance.harness.diff`, ``python -m vgf_conformance report diff``) on
 top, each changed case linked to its section.
 """
 
@@ -29,7 +29,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from vgf_conformance.harness.plugin import SUITE_SCRIPT
+from vgf_conformance.harness.report import SUITE_SCRIPT
 from vgf_conformance.text import CASE_ID_PATTERN
 
 #: Lines of a golden diff kept in the report.
@@ -66,7 +66,7 @@ def rerun_commands(case: dict, suite: str = SUITE_SCRIPT) -> list[str]:
     vulkan = (case.get("tests") or {}).get("test_vulkan")
     artifacts = (case.get("run") or {}).get("artifacts")
     if vulkan in ("failed", "error", "xfailed", "xpassed") and artifacts:
-        commands.append(f".venv/bin/python -m vgf_conformance.oracles.vulkan {artifacts}/vulkan/scenario.json")
+        commands.append(f".venv/bin/python -m vgf_conformance vulkan {artifacts}/vulkan/scenario.json")
     return commands
 
 
@@ -200,7 +200,7 @@ def diff_view(delta) -> dict:
 
 def write_diff_html(old: Path, new: Path) -> Path:
     """``NEW/diff.html``: the NEW report's page with what changed since OLD on
-    top (``python -m vgf_conformance.report diff``), each changed case linked to its section."""
+    top (``python -m vgf_conformance report diff``), each changed case linked to its section."""
     from vgf_conformance.harness import diff
 
     old_report, new_report = diff.load_report(old, "OLD"), diff.load_report(new, "NEW")
@@ -213,7 +213,7 @@ def write_diff_html(old: Path, new: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.html",
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance html",
                                      description="render DIR/report.json as DIR/report.html; with --diff "
                                                  "OLD, DIR/diff.html: the page with what changed since OLD")
     parser.add_argument("directory", type=Path, help="a report directory (holding report.json)")
@@ -238,5 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("html", "vgf_conformance.harness.html")

@@ -46,7 +46,8 @@ import pytest
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
 from vgf_conformance.harness import case_log, durations, golden_keeper, machine, plan, skips
-from vgf_conformance.harness.report import WorkaroundVerdict, build_report, write_report
+from vgf_conformance.harness.publish import write_report
+from vgf_conformance.harness.report import SUITE_SCRIPT, WorkaroundVerdict, build_report
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"
@@ -94,7 +95,7 @@ def pytest_addoption(parser):
                          "the least so far; the quick tier first), a case's tests stay together; "
                          "tests that are not per case are dealt on top")
     group.addoption("--vgf-durations", metavar="FILE", default=None,
-                    help="seconds per case (python -m vgf_conformance.harness.durations update) that "
+                    help="seconds per case (python -m vgf_conformance durations update) that "
                          "balance shards and batches, order them and give the ETA "
                          "(default: vgf_conformance/durations.json; missing cases count as the median)")
     group.addoption("--vgf-progress", metavar="N", type=int, default=None,
@@ -413,8 +414,6 @@ def _outcome(report) -> str:
 
 
 CASE_TESTS_MODULE = "test_cases.py"  # vgf_conformance/test_cases.py: the tests of each case
-#: The command that runs the built-in table (README's quick start).
-SUITE_SCRIPT = "scripts/conformance.sh"
 
 
 def _case_id(nodeid: str) -> str | None:

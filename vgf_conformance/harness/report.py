@@ -10,8 +10,9 @@ reads them back (refusing unknown fields, keeping every known one), and
 changes against the goldens grouped ("12 resize cases: no longer
 delegated"), expected CPU fallbacks, tolerance margins, export warnings.
 
-``python -m vgf_conformance.harness.report merge OUT DIR...`` merges the reports of
-several shards into one report of the same format.
+:mod:`vgf_conformance.harness.publish` writes a report's files
+(``python -m vgf_conformance report merge OUT DIR...`` merges the reports of
+several shards into one report of the same format).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from pathlib import Path
 
 from vgf_conformance.harness import skips
 from vgf_conformance.harness.machine import line as machine_line
+
+#: The command that runs the built-in table (README's quick start): the rerun
+#: commands of a report that does not record its own.
+SUITE_SCRIPT = "scripts/conformance.sh"
 
 OUTCOME_ORDER = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
 
@@ -218,7 +223,7 @@ def render_markdown(report: dict) -> str:
     if localized:
         lines += ["", "## Where numerics diverge", "",
                   "The first TOSA op that adds more than its bounds to its PT2E source "
-                  "(`python -m vgf_conformance.oracles.localize CASE` prints every op).", "",
+                  "(`python -m vgf_conformance localize CASE` prints every op).", "",
                   "| case | first op | what it adds |", "|---|---|---|"]
         for c in localized:
             lines.append(f"| {c['id']} | {_first_op(c['localization'])} |")
@@ -336,15 +341,6 @@ def _time_lines(run: dict | None) -> list[str]:
                                   for tier, t in sorted(tiers.items(), key=lambda kv: -kv[1]["seconds"])) + "."]
 
 
-def write_report(report: dict, directory: Path, map_sources: tuple[Path, ...] = ()) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    (directory / "report.md").write_text(render_markdown(report))
-    from vgf_conformance.harness.html import write_html  # report.html beside it, with the error maps
-
-    write_html(report, directory, map_sources)  # maps also from map_sources/maps/ (merged shards)
-
-
 def load_shard(directory: Path) -> tuple[dict, list[str] | None]:
     """A shard's report: its ``report.json``; or, for a shard killed before it
     wrote one, the report of the cases it logged as it went
@@ -379,31 +375,11 @@ def merge_reports(reports: list[dict], partial: dict[str, list[str]] | None = No
     return _report(cases.values(), workarounds.values(), run or None)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.report")
-    sub = parser.add_subparsers(dest="command", required=True)
-    merge = sub.add_parser("merge", help="merge shard reports (directories with report.json)")
-    merge.add_argument("out", type=Path, help="directory for the merged report.json and report.md")
-    merge.add_argument("shards", type=Path, nargs="+",
-                       help="shard report directories (report.json, or a killed shard's cases.jsonl)")
-    args = parser.parse_args(argv)
-    reports, partial = [], {}
-    for directory in args.shards:
-        try:
-            report, missing = load_shard(directory)
-        except (ValueError, OSError) as error:
-            parser.error(f"shards: {error}")
-        reports.append(report)
-        if missing is not None:
-            partial[str(directory)] = missing
-            print(f"partial shard {directory} (no report.json: it was stopped before the end): "
-                  f"{len(report['cases'])} cases recorded, {len(missing)} planned cases missing"
-                  + (f": {', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}" if missing else ""))
-    merged = merge_reports(reports, partial)
-    write_report(merged, args.out, tuple(args.shards))
-    print(f"merged {len(args.shards)} reports, {len(merged['cases'])} cases, into {args.out}")
-    return 0
+if __name__ == "__main__":  # the old name of the merge command, kept for a release
+    import runpy
+    import sys
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    print("python -m vgf_conformance report is deprecated: use python -m vgf_conformance report merge",
+          file=sys.stderr)
+    sys.argv[0] = "vgf_conformance.report"
+    runpy.run_module("vgf_conformance.report", run_name="__main__")
