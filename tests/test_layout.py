@@ -1,0 +1,185 @@
+"""The layout holds: layers import only downwards, no import circle, nothing
+imports a test module, the export package knows nothing of the suite, and no
+product module grows past 400 lines (the ones still past it may only shrink).
+
+Every import counts, the ones inside functions too: an import deferred to
+run time is still an arrow between two modules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: The suite's layers, lowest first: a module imports from its own layer or
+#: below. Each entry is a module or a package (with everything under it).
+LAYERS = (
+    ("foundation", ("vgf_conformance.text", "vgf_conformance.process", "vgf_conformance.speed_patches")),
+    ("tosa", ("vgf_conformance.tosa",)),
+    ("oracles", ("vgf_conformance.oracles",)),
+    ("cases", ("vgf_conformance.cases",)),
+    ("goldens", ("vgf_conformance.goldens",)),
+    ("harness", ("vgf_conformance.harness",)),
+    ("checks", ("vgf_conformance.checks",)),
+    ("tools", ("vgf_conformance.explore", "vgf_conformance.native", "vgf_conformance.selftest",
+               "vgf_conformance.report")),
+    ("entry points", ("vgf_conformance.__main__", "vgf_conformance.test_cases", "vgf_conformance.test_workarounds")),
+)
+
+#: Product modules still past MAX_LINES, at most as long as they are now: a
+#: module leaves this list when it is split, and none may join it.
+MAX_LINES = 400
+OVER_LIMIT = {
+    "vgf_conformance/harness/plugin.py": 746,
+    "vgf_conformance/cases/case.py": 586,
+    "vgf_conformance/cases/tolerances.py": 418,
+    "vgf_conformance/cases/families/resize.py": 508,
+    "vgf_conformance/harness/compat.py": 462,
+    "vgf_conformance/explore/explorer.py": 433,
+    "vgf_conformance/oracles/tosa_reference.py": 417,
+    "vgf_conformance/explore/space.py": 409,
+    "vgf_conformance/oracles/localize.py": 403,
+    "vgf_export/export.py": 438,
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in ("vgf_conformance", "vgf_export"):
+        for path in (REPO / package).rglob("*.py"):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports anywhere in its text (a ``from
+    package import module`` names the module, not its package)."""
+    is_package = path.name == "__init__.py"
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            if node.level:
+                base = base[:len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module
+            submodules = [f"{prefix}.{a.name}" for a in node.names if f"{prefix}.{a.name}" in modules]
+            candidates = submodules if len(submodules) == len(node.names) else [prefix, *submodules]
+        else:
+            continue
+        for target in candidates:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+    return targets
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _layer(module: str) -> int | None:
+    for index, (_, members) in enumerate(LAYERS):
+        if any(module == m or module.startswith(m + ".") for m in members):
+            return index
+    return None
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_suite_module_has_a_layer():
+    unplaced = sorted(m for m in _modules() if m.startswith("vgf_conformance.") and _layer(m) is None)
+    assert not unplaced, f"modules in no layer of tests/test_layout.py LAYERS: {unplaced}"
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} ({LAYERS[_layer(a)][0]}) imports {b} ({LAYERS[_layer(b)][0]})"
+                  for a, targets in graph.items() for b in targets
+                  if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a))
+
+
+def _wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    """The export package importing the suite; anything importing a test module."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if (a.startswith("vgf_export") and b.startswith("vgf_conformance"))
+                  or b.rpartition(".")[2].startswith("test_"))
+
+
+def test_layers_import_only_downwards():
+    upward = _upward(_graph())
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_no_import_circle():
+    assert _cycles(_graph()) == []
+
+
+def test_the_export_package_knows_nothing_of_the_suite_and_nothing_imports_a_test_module():
+    assert _wrong_way(_graph()) == []
+
+
+def test_no_product_module_grows_past_the_limit():
+    lengths = {str(path.relative_to(REPO)): len(path.read_text().splitlines()) for path in _modules().values()}
+    over = {path: n for path, n in lengths.items() if n > MAX_LINES and n > OVER_LIMIT.get(path, MAX_LINES)}
+    assert not over, f"modules past {MAX_LINES} lines (or past their recorded length): {over}"
+    shrunk = {path: lengths.get(path) for path, n in OVER_LIMIT.items() if lengths.get(path, 0) < n}
+    assert not shrunk, f"lower OVER_LIMIT to what these modules are now (or drop them if under {MAX_LINES}): {shrunk}"
+
+
+def test_the_checks_fail_on_the_faults_they_exist_for(tmp_path):
+    """Each check, on a module written to break it (a deferred import counts)."""
+    modules = {name: None for name in ("vgf_conformance.oracles.lowered", "vgf_conformance.harness.runner",
+                                       "vgf_conformance.test_cases", "vgf_export.export", "vgf_conformance.text")}
+    source = tmp_path / "lowered.py"
+    source.write_text("def later():\n    from vgf_conformance.harness.runner import run_case\n"
+                      "    from vgf_conformance import test_cases\n")
+    graph = {"vgf_conformance.oracles.lowered": _imports("vgf_conformance.oracles.lowered", source, modules),
+             "vgf_conformance.harness.runner": {"vgf_conformance.oracles.lowered"}}
+    assert graph["vgf_conformance.oracles.lowered"] == {"vgf_conformance.harness.runner", "vgf_conformance.test_cases"}
+    assert _upward(graph) == ["vgf_conformance.oracles.lowered (oracles) imports vgf_conformance.harness.runner "
+                              "(harness)", "vgf_conformance.oracles.lowered (oracles) imports "
+                              "vgf_conformance.test_cases (entry points)"]
+    assert _cycles(graph) == [["vgf_conformance.harness.runner", "vgf_conformance.oracles.lowered"]]
+    assert _wrong_way(graph) == ["vgf_conformance.oracles.lowered -> vgf_conformance.test_cases"]
+    assert _wrong_way({"vgf_export.export": {"vgf_conformance.text"}}) == ["vgf_export.export -> vgf_conformance.text"]
