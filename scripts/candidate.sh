@@ -15,7 +15,7 @@
 #
 # Findings never fail this command: golden differences and test failures, a
 # pin set pip cannot resolve, a native tool that cannot run here (each ends
-# with report.json saying why, read by `python -m vgf_conformance.report compat`).
+# with report.json saying why, read by `python -m vgf_conformance report compat`).
 # A run that could not complete for another reason does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ ENV="$ENVS/$NAME"
 [ -z "$PINS" ] && ENV=.venv
 OUT=${VGF_CANDIDATE_REPORT:-reports/$NAME}
 scripts/setup.sh  # Debian packages for the Vulkan tier; the baseline venv (runs the helpers below)
-COMPAT=(.venv/bin/python -m vgf_conformance.harness.compat)
+COMPAT=(.venv/bin/python -m vgf_conformance candidate)
 mkdir -p "$OUT" "$ENVS"
 PIN_ARGS=()
 if [ -n "$PINS" ]; then
@@ -59,7 +59,7 @@ if [ -n "$PINS" ] && { [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$(sha256sum 
   sha256sum < "$REQS" > "$STAMP"
 fi
 export PATH="$ENV/bin:$PATH"  # the VGF backend calls model-converter from PATH
-if ! "$ENV/bin/python" -m vgf_conformance.harness.compat preflight "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"; then
+if ! "$ENV/bin/python" -m vgf_conformance candidate preflight "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"; then
   echo "candidate: finding in $OUT/report.json"
   exit 0
 fi
@@ -76,7 +76,7 @@ if [ "$status" -gt 1 ] || [ ! -f "$OUT/report.json" ]; then
   echo "candidate: the run did not complete (pytest exit $status); see $OUT/pytest.log"
   exit "$((status > 1 ? status : 1))"
 fi
-"$ENV/bin/python" -m vgf_conformance.harness.compat stamp "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"
+"$ENV/bin/python" -m vgf_conformance candidate stamp "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"
 # The summary: report.md up to its "Not passing" section, at most 80 lines.
 # One awk that stops reading itself: a `sed | head` pipe would end in SIGPIPE
 # (exit 141 under pipefail) whenever the summary is longer.

@@ -162,7 +162,7 @@ def test_explorer_findings_show_the_maps_their_draws_drew(tmp_path):
                "signature": "hang", "artifacts": str(artifacts), "tests": [], "code": ""}
     group = {"signature": "hang", "family": "resize", "draws": 1, "minimal_from": "smallest seen",
              "found_in": "explore", "first": outcome, "minimal": outcome}
-    summary = {"command": "python -m vgf_conformance.explore", "seed": 1, "budget_seconds": 1, "families": ["resize"],
+    summary = {"command": "python -m vgf_conformance explore", "seed": 1, "budget_seconds": 1, "families": ["resize"],
                "workarounds_off": [], "vulkan": False, "pte": False, "cases": 1, "seconds": 1,
                "cases_per_minute": 1.0, "explore_cases": 1, "explore_cases_per_minute": 1.0, "phase_seconds": {},
                "shrink_cases": 0, "mean_case_seconds": 1, "child_starts": 1, "child_start_seconds": 1,

@@ -236,7 +236,7 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
     assert not (shard / "report.json").exists() and "warp-rgba-border-int8io" not in logged
     missing = sorted(set(json.loads((shard / "planned.json").read_text())) - logged)
     merged = tmp_path / "merged"
-    done = subprocess.run([sys.executable, "-m", "vgf_conformance.harness.report", "merge", str(merged), str(shard)],
+    done = subprocess.run([sys.executable, "-m", "vgf_conformance", "report", "merge", str(merged), str(shard)],
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"partial shard {shard}" in done.stdout and "warp-rgba-border-int8io" in done.stdout, done.stdout

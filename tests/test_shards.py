@@ -149,14 +149,14 @@ def test_update_command_counts_a_vulkan_share_and_keeps_small_changes(tmp_path):
         "b": ({"test_export": 1.0}, {}),
     }, other={"vgf_conformance/test_workarounds.py::test_w": 30.0})
     out = tmp_path / "durations.json"
-    command = [sys.executable, "-m", "vgf_conformance.harness.durations", "update", str(one), "--out", str(out)]
+    command = [sys.executable, "-m", "vgf_conformance", "durations", "update", str(one), "--out", str(out)]
     proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     stored = json.loads(out.read_text())["seconds"]
     # a: its tests, with the Vulkan test counted as its share of the batch's runner.
     assert stored == {"a": 2.75, "b": 1.0, "vgf_conformance/test_workarounds.py::test_w": 30.0}
     two = _report(tmp_path, "two", {"a": ({"test_export": 2.9}, {}), "b": ({"test_export": 2.0}, {})})
-    subprocess.run([*command[:4], str(two), "--out", str(out)], cwd=REPO, check=True, capture_output=True)
+    subprocess.run([*command[:5], str(two), "--out", str(out)], cwd=REPO, check=True, capture_output=True)
     stored = json.loads(out.read_text())["seconds"]
     assert stored["a"] == 2.75 and stored["b"] == 2.0  # a moved by 5 %: kept; b doubled: updated
     assert durations.load(out)("b") == 2.0

@@ -125,7 +125,7 @@ def test_the_rules_catch_the_workflows_old_faults():
     del job["timeout-minutes"]
     job["steps"] = [s for s in job["steps"] if s.get("run") != "scripts/setup.sh"]
     workflow["jobs"]["candidates"]["steps"][-2]["run"] = 'scripts/candidate.sh ${{ matrix.candidate }} -k quick'
-    workflow["jobs"]["durations"]["steps"].append({"run": "python -m vgf_conformance.harness.durations update r"})
+    workflow["jobs"]["durations"]["steps"].append({"run": "python -m vgf_conformance durations update r"})
     problems = "\n".join(workflow_problems(workflow))
     for expected in ("least-privilege", "job compatibility: no timeout-minutes",
                      "job compatibility, step The compatibility matrix (docs/compatibility.md, generated): "

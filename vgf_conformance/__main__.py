@@ -1,17 +1,60 @@
-"""``python -m vgf_conformance [--quick] [--family F] [--families]``: list the cases.
+"""``python -m vgf_conformance [VERB] [ARGS]``: the suite's commands, one entry point.
 
-One line per case: id, family, quick tier, and the expected failure if any.
+Verbs (``python -m vgf_conformance VERB --help`` for each):
+
+  cases         list the cases: id, family, quick tier, expected failure (the default verb)
+  report        diff two reports, the compatibility matrix, merge shard reports
+  explore       search resize and grid_sample parameters for new divergences
+  draw          rerun one explorer draw in this process
+  native        the native upstream grid-sampler flow against the production export
+  selftest      inject each fault into the stack and print what catches it
+  localize      name the TOSA op a case's numerics divergence starts at
+  coverage      the quick tier's lowering features, and the tier coverage picks
+  slack         each numeric bound against the worst it was measured to need
+  model-bounds  measure the model tier's bounds over input seeds
+  drift         export goldens under other ISAs and thread counts, tabulate the drift
+  durations     refresh the recorded per-case durations from reports
+  stale         the goldens whose case left the table
+  html          render report.html again from a report.json
+  errormaps     render a case's error maps
+  vulkan        rerun a saved Vulkan scenario by hand
+  candidate     the steps of scripts/candidate.sh written in Python (pins, preflight, findings)
+
+The older per-module commands (``python -m vgf_conformance slack``,
+...) still work for a release and say which verb replaces them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 
-from vgf_conformance.cases import BUILTIN_FAMILIES, CASES
+#: verb -> the module whose ``main(argv)`` runs it.
+VERBS = {
+    "report": "vgf_conformance.report",
+    "explore": "vgf_conformance.explore.__main__",
+    "draw": "vgf_conformance.explore.draw",
+    "native": "vgf_conformance.native.__main__",
+    "selftest": "vgf_conformance.selftest.__main__",
+    "coverage": "vgf_conformance.harness.coverage",
+    "slack": "vgf_conformance.harness.slack",
+    "model-bounds": "vgf_conformance.harness.model_bounds",
+    "drift": "vgf_conformance.harness.drift",
+    "durations": "vgf_conformance.harness.durations",
+    "stale": "vgf_conformance.goldens.stale",
+    "html": "vgf_conformance.harness.html",
+    "errormaps": "vgf_conformance.harness.errormaps",
+    "vulkan": "vgf_conformance.oracles.vulkan.__main__",
+    "candidate": "vgf_conformance.harness.compat",
+}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance", description=__doc__)
+def cases(argv: list[str]) -> int:
+    """List the cases: one line each, id, family, quick tier, expected failure."""
+    from vgf_conformance.cases import BUILTIN_FAMILIES, CASES
+
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance cases", description=cases.__doc__)
     parser.add_argument("--quick", action="store_true", help="only the pull-request tier")
     families = [f.name for f in BUILTIN_FAMILIES]
     parser.add_argument("--family", help=f"only this op family ({', '.join(families)})")
@@ -33,6 +76,56 @@ def main(argv: list[str] | None = None) -> int:
         shown += 1
     print(f"{shown} of {len(CASES)} cases")
     return 0
+
+
+def localize(argv: list[str]) -> int:
+    """Name the first TOSA op of a case's lowered program that adds more than
+    a rounding step (or a bias) to its PT2E source; exit 1 when one does."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.oracles.localize import localize as localize_case
+    from vgf_conformance.selftest.faults import FAULTS
+
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance localize", description=localize.__doc__)
+    parser.add_argument("case", help="a case id (python -m vgf_conformance cases lists them)")
+    parser.add_argument("--fault", choices=sorted(FAULTS), help="inject this self-test fault first")
+    parser.add_argument("--json", type=Path, help="also write the comparison to this file")
+    args = parser.parse_args(argv)
+    if args.case not in CASES:
+        parser.error(f"case: unknown case {args.case!r} (python -m vgf_conformance cases lists them)")
+    undo = FAULTS[args.fault].apply() if args.fault else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="vgf-localize-") as root:
+            found = localize_case(CASES[args.case], Path(root) / "artifacts")
+    finally:
+        if undo:
+            undo()
+    print(found.describe())
+    if args.json:
+        args.json.write_text(json.dumps(found.to_dict(), indent=1, sort_keys=True) + "\n")
+    return 0 if found.first is None else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        return cases(argv)  # python -m vgf_conformance [--quick ...]: the listing, as before verbs
+    verb, rest = argv[0], argv[1:]
+    if verb in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    if verb == "cases":
+        return cases(rest)
+    if verb == "localize":
+        return localize(rest)
+    if verb not in VERBS:
+        print(f"python -m vgf_conformance: unknown verb {verb!r}; one of: cases, localize, "
+              f"{', '.join(VERBS)} (--help says what each does)", file=sys.stderr)
+        return 2
+    return importlib.import_module(VERBS[verb]).main(rest)
 
 
 if __name__ == "__main__":

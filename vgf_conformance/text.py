@@ -49,3 +49,15 @@ def dtype_name(dtype) -> str:
     if text.startswith("torch."):
         return text.removeprefix("torch.")
     return SCALAR_TYPE_NAMES.get(getattr(dtype, "name", ""), text)
+
+
+def forward_to_cli(verb: str, old: str) -> None:
+    """Run ``python -m OLD`` (a command's name before the one entry point) as
+    ``python -m vgf_conformance VERB``, saying so: kept for one release."""
+    import runpy
+    import sys
+
+    print(f"python -m {old} is deprecated (kept for one release): use python -m vgf_conformance {verb}",
+          file=sys.stderr)
+    sys.argv = ["vgf_conformance", verb, *sys.argv[1:]]
+    runpy.run_module("vgf_conformance", run_name="__main__", alter_sys=True)

@@ -9,7 +9,7 @@ removed, and only by a full, unfiltered ``--snapshot-update`` run
 (:mod:`vgf_conformance.harness.plugin`): a case that fails, errors, is skipped
 or xfails keeps its stored golden untouched.
 
-``python -m vgf_conformance.goldens.stale [--golden-dir DIR] [--vgf-cases FILE ...]``
+``python -m vgf_conformance stale [--golden-dir DIR] [--vgf-cases FILE ...]``
 lists the stale goldens of a table and exits 1 when there are any: the one
 unsharded step of a sharded run (each shard skips the check).
 """
@@ -54,7 +54,7 @@ def stale_goldens(directory: Path, case_ids) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.goldens.stale", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance stale", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--golden-dir", type=Path, default=None,
                         help="the golden directory (default: the built-in golden/cases)")
@@ -81,5 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if stale else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("stale", "vgf_conformance.goldens.stale")

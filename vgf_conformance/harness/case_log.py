@@ -5,7 +5,7 @@ collected, and ``DIR/cases.jsonl`` gets one JSON line per case as soon as all
 of its tests have finished (the case's record as the report holds it). A
 worker or a shard killed mid-run (a CI job's timeout) so still leaves every
 finished case's record; ``report.json`` is written at the end as before, and
-``python -m vgf_conformance.harness.report merge`` takes a shard that has only
+``python -m vgf_conformance report merge`` takes a shard that has only
 ``cases.jsonl`` as a partial shard, saying which of its planned cases are
 missing. Standard library only.
 """

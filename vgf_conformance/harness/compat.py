@@ -16,7 +16,7 @@ that script that is better written in Python:
 - ``stamp``: after a run, the ``candidate`` record added to its report.
 
 Every candidate report thus has a top-level ``candidate`` object
-(:class:`CandidateRecord`). ``python -m vgf_conformance.report compat`` reads the
+(:class:`CandidateRecord`). ``python -m vgf_conformance report compat`` reads the
 reports and a baseline report of the pinned stack (same scope) and writes
 ``docs/compatibility.md``: one row per candidate (:func:`render_matrix`).
 
@@ -372,7 +372,7 @@ MATRIX_COLUMNS = (
 def render_matrix(baseline: dict | None, reports: list[tuple[str, dict]], baseline_name: str = "") -> str:
     """``docs/compatibility.md``: one row per candidate report."""
     rows = [matrix_row(baseline, report, name) for name, report in reports]
-    command = " ".join(["python -m vgf_conformance.report compat"] + ([f"--baseline reports/{baseline_name}"]
+    command = " ".join(["python -m vgf_conformance report compat"] + ([f"--baseline reports/{baseline_name}"]
                                                                    if baseline_name else [])
                        + [f"reports/{name}" for name, _ in reports])
     lines = ["# Compatibility matrix", "",
@@ -405,7 +405,7 @@ def render_matrix(baseline: dict | None, reports: list[tuple[str, dict]], baseli
 # --- command line -----------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.compat",
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance candidate",
                                      description="the parts of scripts/candidate.sh written in Python")
     sub = parser.add_subparsers(dest="command", required=True)
     pins = sub.add_parser("pins", help="print the candidate's requirements on top of the lock")
@@ -456,5 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("candidate", "vgf_conformance.harness.compat")

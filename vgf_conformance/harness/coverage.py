@@ -1,6 +1,6 @@
 """The pull-request tier, chosen by coverage: every lowering feature of the full matrix in ``-m quick``.
 
-``python -m vgf_conformance.harness.coverage [--pick | --from-scratch] [--features] [--json FILE]``
+``python -m vgf_conformance coverage [--pick | --from-scratch] [--features] [--json FILE]``
 
 A toolchain regression in a feature no quick case has passes every pull
 request and shows up a day later in the nightly, without the change that
@@ -88,7 +88,7 @@ def describe_missing(missing: Mapping[str, set[str]], seconds: Callable[[str], f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.coverage", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance coverage", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--pick", action="store_true", help="the cheapest cases to add to the quick tier")
@@ -129,5 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missing else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("coverage", "vgf_conformance.harness.coverage")

@@ -1,6 +1,6 @@
 """What changed between two conformance reports.
 
-``python -m vgf_conformance.report diff OLD NEW`` compares two reports (two
+``python -m vgf_conformance report diff OLD NEW`` compares two reports (two
 nightlies, or a baseline and a candidate; each a report directory or its
 ``report.json``) case by case: the outcome and each test's, the stage and
 error, the golden sections that differ from the goldens, delegation, numerics
@@ -12,7 +12,7 @@ across cases the way the report groups golden changes ("12 resize cases:
 numerics worse"), then listed per case, as Markdown fit for a pull-request
 comment (or ``--json``).
 
-Standard library only, like :mod:`vgf_conformance.harness.report`'s merge.
+Standard library only, like the report's merge (:mod:`vgf_conformance.harness.publish`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ case), so the 20 lines live here.
 
 Refresh it from one or more reports (shard reports, or the merged one)::
 
-    python -m vgf_conformance.harness.durations update REPORT_DIR... [--out FILE]
+    python -m vgf_conformance durations update REPORT_DIR... [--out FILE]
 
 A unit's stored value changes only when the new measurement is more than
 ``1 + --tolerance`` times it, or less than its ``1 / (1 + --tolerance)``, and
@@ -36,7 +36,7 @@ from pathlib import Path
 DEFAULT_FILE = Path(__file__).resolve().parent.parent / "durations.json"
 _ABOUT = ("Seconds per case (and per test that is not per case), from a full run's report.json: "
           "the balance of --vgf-shard and the ETA of the progress line. "
-          "Refresh: python -m vgf_conformance.harness.durations update REPORT_DIR...")
+          "Refresh: python -m vgf_conformance durations update REPORT_DIR...")
 
 
 class Durations:
@@ -146,7 +146,7 @@ def write(path: Path, seconds: dict[str, float]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.durations")
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance durations")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("update", help="refresh the durations file from reports")
     up.add_argument("reports", type=Path, nargs="+", help="report directories (with report.json)")
@@ -177,5 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("durations", "vgf_conformance.harness.durations")

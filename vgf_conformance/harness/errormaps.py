@@ -290,7 +290,7 @@ def maps_of(artifacts: str | Path | None, relative_to: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vgf_conformance.harness.errormaps CASE_ID... --out DIR``: export
+    """``python -m vgf_conformance errormaps CASE_ID... --out DIR``: export
     each case of the table, run its numerics and write its maps as
     ``DIR/<case id>-output<i>-c<first>-<last>.png`` (the maps of docs/divergences/)."""
     import argparse
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     from vgf_conformance.cases import CASES
     from vgf_conformance.harness.runner import run_case
 
-    parser = argparse.ArgumentParser(prog="python -m vgf_conformance.harness.errormaps", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance errormaps", description=main.__doc__)
     parser.add_argument("cases", nargs="+", help="case ids of the table")
     parser.add_argument("--out", type=Path, required=True, help="directory for the PNGs")
     args = parser.parse_args(argv)
@@ -325,5 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command's old name
+    from vgf_conformance.text import forward_to_cli
+
+    forward_to_cli("errormaps", "vgf_conformance.harness.errormaps")

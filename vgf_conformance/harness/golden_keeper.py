@@ -11,7 +11,7 @@ gathers the run's results (the xdist controller, or the only process):
   a run that ran any case reports each stale golden and fails, whatever paths
   pytest was given; ``--snapshot-update`` on a full, unfiltered run removes
   them (and only them); a sharded run skips the check (its unsharded step runs
-  ``python -m vgf_conformance.goldens.stale``);
+  ``python -m vgf_conformance stale``);
 * under ``--snapshot-update``, a case whose ``test_golden`` did not compare
   (the export failed, the case xfailed, was skipped or errored) keeps its
   stored golden byte for byte, and the run lists those cases.
@@ -96,7 +96,7 @@ class GoldenKeeper:
                 self._say(f"vgf goldens: kept {len(kept)} stored golden(s) untouched: their case did not "
                           f"reach its golden comparison ({', '.join(f'{c} [{self.golden_outcomes[c]}]' for c in kept)})")
         if self.config.getoption("--vgf-shard"):
-            return  # the unsharded step checks: python -m vgf_conformance.goldens.stale
+            return  # the unsharded step checks: python -m vgf_conformance stale
         table = self._table()
         if table is None:
             return
