@@ -134,7 +134,7 @@ import sys, time, json, tempfile
 from pathlib import Path
 from vgf_conformance.cases import CASES
 from vgf_export import export_model
-from vgf_conformance.harness.plugin import tune_gc
+from vgf_conformance.harness.runner import tune_gc
 from vgf_conformance.speed_patches import enable
 enable()  # as the suite's exports do
 tune_gc()  # as the suite's processes do after collection: like for like

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from vgf_conformance.cases import CASES, Expectation, STAGES
-from vgf_conformance.harness.plugin import _mark_expected_failures, case_params
+from vgf_conformance.harness.session import case_params, mark_expected_failures
 from vgf_conformance.harness.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def test_expectations_become_strict_xfails_on_the_tests_they_cover(monkeypatch, 
         item = SimpleNamespace(callspec=SimpleNamespace(params={"case_run": case.id}), originalname=test)
         item.add_marker = lambda mark, _test=test: marked.setdefault(_test, mark)
         items.append(item)
-    _mark_expected_failures(items, CASES)
+    mark_expected_failures(items, CASES)
     assert set(marked) == xfailed
     for mark in marked.values():
         assert mark.kwargs["strict"] is True and mark.kwargs["raises"] is ExpectedStageFailure

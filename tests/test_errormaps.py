@@ -18,7 +18,7 @@ from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES
 from vgf_conformance.harness import errormaps
 from vgf_conformance.harness.errormaps import MAP_DIR, as_nchw, case_outputs, write_case_maps, write_maps
-from vgf_conformance.harness.plugin import REPORT_KEY
+from vgf_conformance.harness.recording import REPORT_KEY
 from vgf_conformance.harness.runner import CaseFailure, run_case
 from vgf_conformance.oracles import lowered as lowered_module
 from vgf_conformance.oracles.compare import FLOAT_UNIT, compare

@@ -23,7 +23,7 @@ import pytest
 
 from vgf_conformance.goldens.stale import golden_files, stale_goldens
 from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
-from vgf_conformance.harness import golden_keeper, plugin
+from vgf_conformance.harness import golden_keeper, recording, session
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "team-repo"
@@ -164,11 +164,11 @@ def test_the_accept_command_selects_exactly_one_case():
     config = SimpleNamespace(getoption={"--vgf-case": [target], "--vgf-cases": [], "--vgf-golden-dir": None}.get,
                              stash={}, invocation_params=SimpleNamespace(args=()))
     config.stash = pytest.Stash()
-    assert list(plugin.session_cases(config)) == [target]
-    assert plugin.accept_command(config, target) == f"scripts/conformance.sh --vgf-case {target} --snapshot-update"
+    assert list(session.session_cases(config)) == [target]
+    assert recording.accept_command(config, target) == f"scripts/conformance.sh --vgf-case {target} --snapshot-update"
     bad = SimpleNamespace(getoption={"--vgf-case": ["no-such-case"], "--vgf-cases": []}.get, stash=pytest.Stash())
     with pytest.raises(pytest.UsageError, match="--vgf-case: no case 'no-such-case'"):
-        plugin.session_cases(bad)
+        session.session_cases(bad)
 
 
 # ---------------------------------------------------------------------------

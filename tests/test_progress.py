@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vgf_conformance.harness import plugin
+from vgf_conformance.harness import progress as progress_module, recording, runner
 from vgf_conformance.harness.report import build_report, merge_reports, render_markdown
 
 TESTS = ("test_export", "test_golden", "test_numerics_vs_float", "test_numerics_vs_fake_quant", "test_vulkan")
@@ -17,14 +17,14 @@ def _nodeids(cases):
 
 
 def test_tiers_of_tests():
-    assert [plugin.tier_of(n) for n in _nodeids(["c"])] == [
+    assert [progress_module.tier_of(n) for n in _nodeids(["c"])] == [
         "export", "golden", "numerics", "numerics", "vulkan", "workarounds"]
 
 
 def test_a_line_every_n_cases_with_tiers_and_time_left(monkeypatch):
     clock = iter(float(t) for t in range(1000))
-    monkeypatch.setattr(plugin.time, "perf_counter", lambda: next(clock))
-    progress = plugin.Progress(every=2)
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
+    progress = progress_module.Progress(every=2)
     cases = [f"c{i}" for i in range(5)]
     seconds = {"c0": 10.0, "c1": 10.0, OTHER: 20.0}
     progress.collected(_nodeids(cases), lambda unit: seconds.get(unit, 5.0))
@@ -44,16 +44,16 @@ def test_a_line_every_n_cases_with_tiers_and_time_left(monkeypatch):
 
 
 def test_eta_scales_elapsed_time_by_seconds_left():
-    progress = plugin.Progress(every=1)
+    progress = progress_module.Progress(every=1)
     progress.collected(_nodeids(["a", "b"])[:-1], {"a": 10.0, "b": 30.0}.get)
-    progress.first = progress.start = plugin.time.perf_counter() - 20.0  # a took 20 s
+    progress.first = progress.start = progress_module.time.perf_counter() - 20.0  # a took 20 s
     for nodeid in _nodeids(["a"])[:-1]:
         line = progress.finished(nodeid)
     assert line is not None and "about 1m00s left" in line  # b is 3x a
 
 
 def test_a_test_reported_twice_or_unknown_does_not_count():
-    progress = plugin.Progress(every=1)
+    progress = progress_module.Progress(every=1)
     ids = _nodeids(["a", "b"])
     progress.collected(ids, lambda unit: 1.0)
     assert progress.finished("vgf_conformance/test_cases.py::test_export[zzz]@x") is None
@@ -72,7 +72,7 @@ def _config(**options):
 @pytest.mark.parametrize("verbosity, option, shown", [(0, None, True), (-1, None, False), (-1, 5, True),
                                                       (0, 0, False)])
 def test_progress_is_quiet_with_q_unless_asked(verbosity, option, shown):
-    report = plugin.CaseReport(_config(**{"--vgf-progress": option, "verbosity": verbosity}))
+    report = recording.CaseReport(_config(**{"--vgf-progress": option, "verbosity": verbosity}))
     assert (report.progress is not None) == shown
 
 
@@ -82,11 +82,11 @@ def _report(nodeid, when, duration, properties=()):
 
 
 def test_tier_seconds_put_a_cases_run_in_its_stages():
-    report = plugin.CaseReport(_config(**{"--vgf-progress": 0}))
+    report = recording.CaseReport(_config(**{"--vgf-progress": 0}))
     run = {"run": {"seconds": {"export_total": 2.0, "numerics": 0.5, "golden": 0.1}}}
     export, golden = _nodeids(["c"])[0], _nodeids(["c"])[1]
     report.pytest_runtest_logreport(_report(export, "setup", 2.7))  # the case's run
-    report.pytest_runtest_logreport(_report(export, "call", 0.01, [(plugin.REPORT_KEY, run)]))
+    report.pytest_runtest_logreport(_report(export, "call", 0.01, [(recording.REPORT_KEY, run)]))
     report.pytest_runtest_logreport(_report(export, "teardown", 0.0))
     report.pytest_runtest_logreport(_report(golden, "call", 0.2))
     report.pytest_runtest_logreport(_report(OTHER, "call", 30.0))
@@ -127,7 +127,7 @@ def test_profile_export_report_says_where_a_runs_time_went(tmp_path):
 
 
 def test_the_report_marks_the_first_case_of_each_worker():
-    report = plugin.CaseReport(_config(**{"--vgf-progress": 0}))
+    report = recording.CaseReport(_config(**{"--vgf-progress": 0}))
     for case, worker in (("a", "gw0"), ("b", "gw1"), ("c", "gw0")):
         for when in ("setup", "call", "teardown"):
             entry = _report(_nodeids([case])[0], when, 1.0)
@@ -147,7 +147,7 @@ def test_the_report_marks_the_first_case_of_each_worker():
     ("::test_golden", None),
 ])
 def test_case_of_a_node_id(nodeid, case):
-    assert plugin._case_id(nodeid) == case
+    assert progress_module.case_of(nodeid) == case
 
 
 def _invocation(args, golden_dir):
@@ -156,12 +156,12 @@ def _invocation(args, golden_dir):
 
 
 def test_the_accept_command_reruns_the_same_cases():
-    assert plugin.accept_command(_invocation(["-n", "auto"], None), "c") == \
+    assert recording.accept_command(_invocation(["-n", "auto"], None), "c") == \
         "scripts/conformance.sh --vgf-case c --snapshot-update"
     team = _invocation(["--vgf-cases=cases.py", "-n", "auto", "--vgf-golden-dir", "my golden/"], "my golden/")
-    assert plugin.accept_command(team, "c") == \
+    assert recording.accept_command(team, "c") == \
         "pytest --vgf-cases=cases.py --vgf-golden-dir 'my golden/' --vgf-case c --snapshot-update"
-    assert plugin.suite_command(_invocation([], "golden")) == "pytest"  # given by the ini file's addopts
+    assert recording.suite_command(_invocation([], "golden")) == "pytest"  # given by the ini file's addopts
 
 
 def test_tune_gc_freezes_what_lives_and_raises_the_thresholds():
@@ -169,9 +169,9 @@ def test_tune_gc_freezes_what_lives_and_raises_the_thresholds():
 
     before = gc.get_threshold()
     try:
-        plugin.tune_gc()
+        runner.tune_gc()
         assert gc.get_freeze_count() > 0
-        assert gc.get_threshold() == plugin.GC_THRESHOLDS
+        assert gc.get_threshold() == runner.GC_THRESHOLDS
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)

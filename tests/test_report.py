@@ -117,7 +117,7 @@ def test_the_report_is_written_without_torch(tmp_path):
     script = f"""
 import json, sys
 from pathlib import Path
-from vgf_conformance.harness.plugin import CaseReport
+from vgf_conformance.harness.recording import CaseReport
 from vgf_conformance.harness.publish import write_report
 from vgf_conformance.harness.report import build_report
 out = Path({str(tmp_path)!r})

@@ -18,7 +18,7 @@ from vgf_conformance.goldens.compliance import describe as describe_verdict
 from vgf_conformance.goldens.store import verdict as golden_verdict
 from vgf_conformance.harness.errormaps import write_case_maps
 from vgf_conformance.harness.html import golden_diff
-from vgf_conformance.harness.plugin import accept_command, record_case
+from vgf_conformance.harness.recording import accept_command, record_case
 from vgf_conformance.harness.skips import VULKAN_UNAVAILABLE
 from vgf_conformance.oracles.references import ORACLES
 from vgf_conformance.oracles.vulkan import VulkanUnavailable, vulkan_stack

@@ -24,7 +24,7 @@ import pytest
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens import golden_tosa, pte_section
 from vgf_conformance.tosa.reader import summarize_tosa
-from vgf_conformance.harness.plugin import record_workaround
+from vgf_conformance.harness.recording import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
 from vgf_export.qdq import is_dq_op, is_q_op

@@ -17,7 +17,6 @@ several shards into one report of the same format).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from collections import Counter
