@@ -14,7 +14,7 @@ import numpy
 import pytest
 import torch
 
-import vgf_conformance.cases.case as case_module
+import vgf_conformance.cases.inputs as inputs_module
 import vgf_conformance.cases.family as family_module
 from vgf_conformance.cases import Case, Family, InputSpec, load_case_file
 from vgf_conformance.cases.case import EXPORT_KEYWORDS_SET_ELSEWHERE, EXPORT_OPTIONS, QUANT_CONFIGS
@@ -164,7 +164,7 @@ def test_a_pickled_object_array_is_refused_without_running_its_code(tmp_path, is
     assert not marker.exists()
     # The fault this guards against: a loader that unpickles runs the file's code.
     real_load = numpy.load
-    monkeypatch.setattr(case_module.numpy, "load", lambda path, **kw: real_load(path, allow_pickle=True))
+    monkeypatch.setattr(inputs_module.numpy, "load", lambda path, **kw: real_load(path, allow_pickle=True))
     with pytest.raises(Exception):
         _build(case_file)
     assert marker.exists()
@@ -179,7 +179,7 @@ def test_a_pt_holding_objects_is_refused_without_running_their_code(tmp_path, is
         _build(case_file)
     assert not marker.exists()
     real_load = torch.load
-    monkeypatch.setattr(case_module.torch, "load", lambda path, **kw: real_load(path, weights_only=False))
+    monkeypatch.setattr(inputs_module.torch, "load", lambda path, **kw: real_load(path, weights_only=False))
     with pytest.raises(ValueError):
         _build(case_file)
     assert marker.exists()

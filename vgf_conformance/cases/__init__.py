@@ -16,7 +16,8 @@ import importlib
 import pkgutil
 
 import vgf_conformance.cases.families as families
-from vgf_conformance.cases.case import QSPECS, STAGES, Case, Expectation, InputSpec, measured_lsb
+from vgf_conformance.cases.case import QSPECS, STAGES, Case, Expectation, measured_lsb
+from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import FAMILIES, Family, build_table, load_case_file, register
 from vgf_conformance.cases.tolerances import check_traits
 

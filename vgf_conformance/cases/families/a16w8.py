@@ -12,7 +12,8 @@ weights (``int8-weights``) move it up to ~120 LSB from the float model.
 from __future__ import annotations
 
 import vgf_conformance.cases.models as models
-from vgf_conformance.cases.case import Case, InputSpec
+from vgf_conformance.cases.case import Case
+from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import Bound

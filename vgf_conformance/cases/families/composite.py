@@ -17,10 +17,10 @@ from typing import Callable
 from torch import nn
 
 import vgf_conformance.cases.models as models
-from vgf_conformance.cases.case import Case, Expectation, InputSpec
+from vgf_conformance.cases.case import Case, Expectation
+from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
-from vgf_conformance.oracles.compare import Bound
 
 INT8 = (("int8",), ("int8",))
 FLOAT = (("float",), ("float",))

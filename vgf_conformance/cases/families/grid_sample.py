@@ -15,7 +15,8 @@ padding and a quantized grid).
 from __future__ import annotations
 
 import vgf_conformance.cases.models as models
-from vgf_conformance.cases.case import Case, InputSpec, io_suffix
+from vgf_conformance.cases.case import Case, io_suffix
+from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import EXACT, Bound

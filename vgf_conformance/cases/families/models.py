@@ -23,7 +23,8 @@ from typing import Callable
 from torch import nn
 
 import vgf_conformance.cases.zoo as zoo
-from vgf_conformance.cases.case import Case, Expectation, InputSpec
+from vgf_conformance.cases.case import Case, Expectation
+from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
 
 # The pull-request tier, chosen by coverage (python -m vgf_conformance coverage

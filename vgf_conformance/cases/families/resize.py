@@ -10,9 +10,8 @@ Traits this family gives its cases: ``split-resize`` (a bilinear downscale by
 (:func:`cpu_reason`, on the RESIZE rule of :mod:`vgf_conformance.tosa.rules`);
 modes torch decomposes into gathers are partly delegated and declare their CPU ops (:data:`PARTLY_DELEGATED`).
 
-(About 400 lines: each dimension of the family has its own small builder; all
-share ``resize_case`` and the TOSA rule of ``cpu_reason``, which is why they
-stay in one module.)
+(About 500 lines: each dimension of the family has its own small builder; all
+share ``resize_case`` and ``cpu_reason``, so they stay in one module.)
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ import math
 from fractions import Fraction as F
 
 import vgf_conformance.cases.models as models
-from vgf_conformance.cases.case import Case, Expectation, InputSpec, factor_id, frac_id, io_suffix, measured_lsb
+from vgf_conformance.cases.case import Case, Expectation, factor_id, frac_id, io_suffix, measured_lsb
+from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import Bound
