@@ -146,7 +146,7 @@ def test_case_entries_build_the_case_with_its_expectation():
 # ---------------------------------------------------------------------------
 FAKE_CHILD = textwrap.dedent("""
     import json, os, subprocess, sys, time
-    answers = os.fdopen(int(os.environ["VGF_EXPLORE_ANSWER_FD"]), "w", buffering=1)
+    answers = os.fdopen(int(os.environ["VGF_CHILD_ANSWER_FD"]), "w", buffering=1)
     answers.write(json.dumps({"ready": True}) + "\\n")
     for line in sys.stdin:
         request = json.loads(line)

@@ -45,3 +45,76 @@ def test_run_returns_as_subprocess_run_does():
     assert (done.returncode, done.stdout) == (3, "out\n")
     with pytest.raises(subprocess.CalledProcessError):
         process.run([sys.executable, "-c", "raise SystemExit(1)"], timeout=60, check=True)
+
+
+# ---------------------------------------------------------------------------
+# The served-child protocol (process.ServedChild): every long-lived child of
+# the suite (the .pte runtime child, the explorer's and the native path's
+# workers) speaks it; a stand-in child here, seconds.
+# ---------------------------------------------------------------------------
+SERVED = """
+import os, sys, time
+from vgf_conformance import process
+answers = process.answer_channel()
+answers.write('{"ready": true}\\n')
+def handle(request):
+    what = request["what"]
+    print("log of", what, flush=True)
+    if what == "hang":
+        time.sleep(600)
+    if what == "crash":
+        os.abort()
+    if what == "exit":
+        os._exit(3)
+    return {"echo": what, "pid": os.getpid()}
+process.serve(handle, answers)
+"""
+
+
+def _served(tmp_path):
+    script = tmp_path / "served.py"
+    script.write_text(SERVED)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    child = process.ServedChild([sys.executable, str(script)], env=env)
+    assert child.wait_ready(60) == {"ready": True}
+    return child
+
+
+@pytest.mark.parametrize("what, kind, exit_text, reason", [
+    ("hang", "timeout", "unknown", "timed out after 1 s (killed)"),
+    ("crash", "crash", "SIGABRT", "crashed (SIGABRT)"),
+    ("exit", "exit", "exit-3", "exited with status 3 and no answer"),
+])
+def test_a_served_child_that_gives_no_answer_says_how(tmp_path, what, kind, exit_text, reason):
+    child = _served(tmp_path)
+    try:
+        first = child.request({"what": "a"}, timeout=30)
+        assert first["echo"] == "a" and child.pid == first["pid"]
+        with pytest.raises(process.ChildFailed) as info:
+            child.request({"what": what}, timeout=1)
+        lost = info.value
+        assert (lost.kind, lost.exit, lost.reason) == (kind, exit_text, reason)
+        assert lost.log == f"log of {what}"  # this request's log, not the first one's
+        assert child.pid is None  # killed or found dead
+    finally:
+        child.close()
+
+
+def test_a_served_child_closes_its_private_log(tmp_path):
+    child = _served(tmp_path)
+    log = child.log_path
+    assert child.request({"what": "b"}, timeout=30)["echo"] == "b"
+    child.close()
+    assert child.pid is None and not log.exists()
+
+
+@pytest.mark.parametrize("code, kind, message", [
+    ("import time; time.sleep(600)", "timeout", r"^tool timed out after 1 s \(killed\)"),
+    ("import os; print('boom', flush=True); os.abort()", "crash", r"^tool crashed \(SIGABRT\)\nboom"),
+    ("import sys; print('no', file=sys.stderr); sys.exit(2)", "exit", r"^tool exited with status 2\nno"),
+])
+def test_a_failing_tool_is_one_error_naming_it(code, kind, message):
+    with pytest.raises(process.ChildFailed, match=message) as info:
+        process.run_tool([sys.executable, "-c", code], what="tool", timeout=1 if kind == "timeout" else 60)
+    assert info.value.kind == kind
+    assert process.run_tool([sys.executable, "-c", "print('ok')"], what="tool", timeout=60).stdout == "ok\n"

@@ -27,7 +27,6 @@ from vgf_conformance.tosa.reader import summarize_tosa
 from vgf_conformance.harness.recording import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
-from vgf_export.qdq import is_dq_op, is_q_op
 from vgf_export.workarounds import WORKAROUNDS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,13 +16,11 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from vgf_conformance import process
-from vgf_conformance.text import tail
 
 
 def find_vgf_dump() -> str:
@@ -48,10 +46,8 @@ def find_vgf_dump() -> str:
 def vgf_dump_json(path: str, timeout: float = 60) -> dict:
     """``vgf_dump``'s JSON description of a VGF file."""
     exe = find_vgf_dump()
-    p = process.run([exe, "--input", path, "--output", "-"], capture_output=True, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"vgf_dump failed rc={p.returncode}: {tail(p.stderr.decode(errors='replace'))}")
-    return json.loads(p.stdout)
+    return json.loads(process.run_tool([exe, "--input", path, "--output", "-"], what="vgf_dump",
+                                       timeout=timeout).stdout)
 
 
 def _dumped(path: str, flag: str, index: int, timeout: float = 60) -> bytes:
@@ -59,11 +55,10 @@ def _dumped(path: str, flag: str, index: int, timeout: float = 60) -> bytes:
     SPIR-V code or a constant's raw bytes."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "dump.bin"
-        p = process.run([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
-                           capture_output=True, timeout=timeout)
-        if p.returncode != 0 or not out.exists():
-            raise RuntimeError(f"vgf_dump {flag} {index} failed rc={p.returncode}: "
-                               f"{tail(p.stderr.decode(errors='replace'))}")
+        process.run_tool([find_vgf_dump(), "--input", path, "--output", str(out), flag, str(index)],
+                         what=f"vgf_dump {flag} {index}", timeout=timeout)
+        if not out.exists():
+            raise RuntimeError(f"vgf_dump {flag} {index} wrote nothing")
         return out.read_bytes()
 
 

@@ -32,7 +32,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 
 from vgf_conformance import process
 import sys
@@ -200,6 +199,16 @@ def tool_failure_reason(tool: str, package: str, version: str | None, output: st
     return f"{what} cannot run here: " + _no_paths(" / ".join(last or ["no output"]))
 
 
+def _probe(command, timeout: float) -> process.ChildFailed | None:
+    """Run a probe (a child process with a timeout, :func:`process.run_tool`):
+    None if it succeeds, else how it failed (``kind``, the tail of its output)."""
+    try:
+        process.run_tool(command, what="probe", timeout=timeout)
+    except process.ChildFailed as failure:
+        return failure
+    return None
+
+
 def preflight(bin_dir: Path | None = None) -> list[str]:
     """Whether the installed stack can run here: each native tool starts
     (``--version``), each stack module imports. The reasons it cannot (empty:
@@ -213,23 +222,18 @@ def preflight(bin_dir: Path | None = None) -> list[str]:
         if path is None:
             reasons.append(f"{tool} ({package} {versions.get(package) or 'not installed'}) is not on PATH")
             continue
-        try:
-            done = process.run([path, "--version"], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            reasons.append(f"{tool} ({package}) did not answer --version within {PREFLIGHT_TIMEOUT} s")
-            continue
-        if done.returncode != 0:
-            reasons.append(tool_failure_reason(tool, package, versions.get(package), done.stdout + done.stderr))
+        failure = _probe([path, "--version"], PREFLIGHT_TIMEOUT)
+        if failure is not None:
+            reasons.append(f"{tool} ({package}) did not answer --version within {PREFLIGHT_TIMEOUT} s"
+                           if failure.kind == "timeout" else
+                           tool_failure_reason(tool, package, versions.get(package), failure.log))
     reasons += _vulkan_preflight(versions)
     for module in STACK_MODULES:
-        try:
-            done = process.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
-                               timeout=PREFLIGHT_TIMEOUT * 5)
-        except subprocess.TimeoutExpired:
+        failure = _probe([sys.executable, "-c", f"import {module}"], PREFLIGHT_TIMEOUT * 5)
+        if failure is not None and failure.kind == "timeout":
             reasons.append(f"`import {module}` did not finish within {PREFLIGHT_TIMEOUT * 5} s")
-            continue
-        if done.returncode != 0:
-            last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ["no output"]
+        elif failure is not None:
+            last = [line for line in failure.log.splitlines() if line.strip()][-1:] or ["no output"]
             reasons.append(f"`import {module}` fails: {_no_paths(last[0].strip())}")
     return reasons
 
@@ -243,30 +247,24 @@ def _vulkan_preflight(versions: dict) -> list[str]:
     if runner is not None and runner.submodule_search_locations:
         binary = Path(list(runner.submodule_search_locations)[0]) / "binaries" / "bin" / "scenario-runner"
         if binary.exists():
-            try:
-                done = process.run([str(binary), "--version"], capture_output=True, text=True,
-                                   timeout=PREFLIGHT_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                reasons.append(f"scenario-runner did not answer --version within {PREFLIGHT_TIMEOUT} s")
-                done = None
-            if done is not None and done.returncode != 0:
-                package = "ai-ml-sdk-scenario-runner"
-                reasons.append(tool_failure_reason("scenario-runner", package, versions.get(package),
-                                                   done.stdout + done.stderr))
+            package = "ai-ml-sdk-scenario-runner"
+            failure = _probe([str(binary), "--version"], PREFLIGHT_TIMEOUT)
+            if failure is not None:
+                reasons.append(f"scenario-runner did not answer --version within {PREFLIGHT_TIMEOUT} s"
+                               if failure.kind == "timeout" else
+                               tool_failure_reason("scenario-runner", package, versions.get(package), failure.log))
     layer = importlib.util.find_spec("emulation_layer")
     if layer is not None and layer.submodule_search_locations:
         root = Path(list(layer.submodule_search_locations)[0])
         # deploy/ up to 0.11; binaries/ from the 0.12 pre-releases on
         for library in sorted([*root.glob("deploy/lib/*.so"), *root.glob("binaries/lib/*.so")]):
-            try:
-                done = process.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
-                                    str(library)], capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                reasons.append(f"loading the Vulkan layer {library.name} did not finish within {PREFLIGHT_TIMEOUT} s")
-                continue
-            if done.returncode != 0:
-                package = "ai-ml-emulation-layer-for-vulkan"
-                reasons.append(tool_failure_reason("the Vulkan layers", package, versions.get(package), done.stderr))
+            package = "ai-ml-emulation-layer-for-vulkan"
+            failure = _probe([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(library)],
+                             PREFLIGHT_TIMEOUT)
+            if failure is not None:
+                reasons.append(f"loading the Vulkan layer {library.name} did not finish within {PREFLIGHT_TIMEOUT} s"
+                               if failure.kind == "timeout" else
+                               tool_failure_reason("the Vulkan layers", package, versions.get(package), failure.log))
     return list(dict.fromkeys(reasons))
 
 

@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
 
 from vgf_conformance import process
@@ -33,7 +32,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -393,10 +392,7 @@ def _run_tosa_in_child(fb: bytes, inputs: list[np.ndarray], timeout: float, *, v
         if pre:
             res.messages.insert(0, pre)
         if p.returncode < 0:
-            try:
-                res.signal = signal.Signals(-p.returncode).name
-            except ValueError:
-                res.signal = str(-p.returncode)
+            res.signal = process.exit_text(p.returncode)
         _status_from_messages(res)
         rpath = os.path.join(d, "result.json")
         if os.path.exists(rpath):

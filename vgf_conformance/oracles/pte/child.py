@@ -6,10 +6,11 @@ describes ``forward`` or runs it, or executes its serialized plan
 (:mod:`vgf_conformance.oracles.pte.execute`), and writes the answer (or the error)
 as JSON.
 
-``serve`` reads one request (a JSON object: ``command``, ``pte``, ``out`` and
-the command's options) per line of standard input, writes each answer to the
-request's ``out`` and then one line ``done`` to the file descriptor given by
-``--answer-fd`` (standard output and error are the runtime's log).
+``serve`` is a served child (:class:`vgf_conformance.process.ServedChild`):
+it reads one request (a JSON object: ``command``, ``pte``, ``out`` and the
+command's options) per line of standard input, writes each answer to the
+request's ``out`` and then ``{"done": true}`` on its answer pipe (standard
+output and error are the runtime's log).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import argparse
 import ctypes
 import json
 import os
-import sys
 import tempfile
 import time
 import traceback
@@ -28,7 +28,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from vgf_conformance.oracles.pte.reader import SCALAR_TYPES, read_plan
-from vgf_conformance.oracles.pte.runtime import DONE, READY, VERIFICATIONS
+from vgf_conformance import process
+from vgf_conformance.oracles.pte.runtime import VERIFICATIONS
 
 DESCRIPTION = "The shipped ``program.pte`` as ExecuTorch's own runtime sees it."
 
@@ -233,19 +234,21 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def serve(answer_fd: int) -> int:
+def serve() -> int:
     """Answer requests from standard input until it closes."""
+    answers = process.answer_channel()
     _import_runtime()
     import executorch.exir  # noqa: F401  (once: read_plan then needs no stub of it)
 
     libc = ctypes.CDLL(None)
-    os.write(answer_fd, f"{READY}\n".encode())
-    while line := sys.stdin.readline():
-        if line.strip():
-            handle(json.loads(line))
+
+    def answered(request: dict) -> dict:
+        handle(request)
         libc.fflush(None)  # the runtime's log of this request before its answer
-        os.write(answer_fd, f"{DONE}\n".encode())
-    return 0
+        return {"done": True}
+
+    answers.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    return process.serve(answered, answers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -258,12 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run, execute: .npy files, one per input (logical layout)")
     parser.add_argument("--verification", choices=sorted(VERIFICATIONS), default="internal")
     parser.add_argument("--artifacts", help="execute: the export's folder (its delegates/NN_vgf.tosa)")
-    parser.add_argument("--answer-fd", type=int, help="serve: where to say an answer is written")
     args = parser.parse_args(argv)
     if args.command == "serve":
-        if args.answer_fd is None:
-            parser.error("serve needs --answer-fd")
-        return serve(args.answer_fd)
+        return serve()
     if args.pte is None:
         parser.error(f"{args.command} needs the program's path")
     answer = handle({"command": args.command, "pte": args.pte, "out": args.out, "inputs": args.inputs,

@@ -13,9 +13,6 @@ import atexit
 import json
 import os
 import re
-import select
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -43,15 +40,10 @@ RUNTIME_ERRORS = {
 #: The repository (vgf_conformance/oracles/pte/runtime.py is four levels down),
 #: on the child's PYTHONPATH.
 _REPO_ROOT = Path(__file__).resolve().parents[3]
-#: Lines of the child's output kept in a PteRuntimeError.
-LOG_TAIL_LINES = 15
 #: Program verification on load: "internal" (InternalConsistency: the
 #: flatbuffer is verified; a corrupt program is refused) or "minimal" (the
 #: runtime's default for ``_load_program``: a corrupt program can crash it).
 VERIFICATIONS = {"internal": "InternalConsistency", "minimal": "Minimal"}
-#: What the serving child writes to its answer descriptor: once started, and
-#: after each answer.
-READY, DONE = "ready", "done"
 
 
 class PteRuntimeError(RuntimeError):
@@ -67,10 +59,6 @@ class PteRuntimeError(RuntimeError):
         super().__init__(message + (f"\n--- runtime log tail ---\n{log}" if log else ""))
 
 
-def _log_tail(text: str) -> str:
-    return tail(text, lines=LOG_TAIL_LINES)
-
-
 def _name_error_codes(message: str) -> str:
     """Append the runtime's name for an "error: 0x:23"-style code."""
 
@@ -79,13 +67,6 @@ def _name_error_codes(message: str) -> str:
         return f"{match.group(0)} ({name})" if name else match.group(0)
 
     return re.sub(r"error: 0x:?([0-9a-fA-F]+)", named, message)
-
-
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
 
 
 def _child_env() -> dict[str, str]:
@@ -100,12 +81,13 @@ def _child_env() -> dict[str, str]:
 
 class RuntimeChild:
     """One long-lived runtime child (``python -m vgf_conformance.oracles.pte
-    serve``) answering requests one at a time: the imports (torch, the
-    pybindings, ``executorch.exir``: seconds) are paid once per process (one
-    child per xdist worker), not once per program.
+    serve``, a :class:`vgf_conformance.process.ServedChild`) answering
+    requests one at a time: the imports (torch, the pybindings,
+    ``executorch.exir``: seconds) are paid once per process (one child per
+    xdist worker), not once per program.
 
     A request that crashes the child or outlives its timeout fails alone: the
-    child is killed (by its pid) or found dead, the request raises
+    child's process group is killed or found dead, the request raises
     :class:`PteRuntimeError` with the tail of the child's log of that request,
     and the next request starts a fresh child."""
 
@@ -113,15 +95,12 @@ class RuntimeChild:
     START_TIMEOUT = 180.0
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
+        self.child: process.ServedChild | None = None
         self.starts = 0  # children started (a restart after a crash or timeout counts)
-        self._log = None
-        self._answers = -1
-        self._tmp = None
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+        return self.child.pid if self.child is not None else None
 
     def peak_rss_mib(self) -> float | None:
         """The live child's resident-set high-water mark (VmHWM), in MiB: a
@@ -133,87 +112,34 @@ class RuntimeChild:
         kib = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), None)
         return None if kib is None else round(kib / 1024, 1)
 
-    def _start(self, what: str) -> None:
-        self.close()
-        self._tmp = tempfile.TemporaryDirectory(prefix="pte-child-")
-        self._log = open(Path(self._tmp.name) / "log.txt", "w+b")
-        read, write = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", CHILD_MODULE, "serve", "--answer-fd", str(write)],
-            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-            pass_fds=(write,), env=_child_env(), start_new_session=True,  # killed with its children
-        )
-        os.close(write)
-        self._answers = read
-        self.starts += 1
-        self._wait_for(READY, self.START_TIMEOUT, f"{what}: starting the runtime child", 0)
-
-    def _log_since(self, offset: int) -> str:
-        self._log.flush()
-        self._log.seek(offset)
-        text = self._log.read().decode(errors="replace")
-        self._log.seek(0, os.SEEK_END)
-        return _log_tail(text)
-
-    def _wait_for(self, word: str, timeout: float, what: str, log_offset: int) -> None:
-        ready, _, _ = select.select([self._answers], [], [], timeout)
-        line = os.read(self._answers, 64).decode() if ready else ""
-        if line.strip() == word:
-            return
-        if not ready:
-            process.kill_group(self.proc)  # and the TOSA reference children it started
-            log = self._log_since(log_offset)
+    def _served(self, what: str, call):
+        try:
+            return call()
+        except process.ChildFailed as lost:
             self.close()
-            raise PteRuntimeError(f"{what}: the runtime child timed out after {timeout:g} s (killed)",
-                                  returncode=None, log=log)
-        returncode = self.proc.wait()
-        log = self._log_since(log_offset)
-        self.close()
-        if returncode < 0:
-            raise PteRuntimeError(f"{what}: the runtime child crashed ({_signal_name(returncode)})",
-                                  returncode=returncode, log=log)
-        raise PteRuntimeError(f"{what}: the runtime child exited with status {returncode} and no answer",
-                              returncode=returncode, log=log)
+            raise PteRuntimeError(f"{what}: the runtime child {lost.reason}", returncode=lost.returncode,
+                                  log=lost.log) from None
 
     def request(self, request: dict[str, Any], *, timeout: float, what: str) -> str:
         """Send ``request`` (its answer goes to ``request["out"]``); returns the
         child's log of it. Raises PteRuntimeError on a crash or a timeout."""
         if self.pid is None:
-            self._start(what)
-        offset = self._log.seek(0, os.SEEK_END)
-        try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-            self.proc.stdin.flush()
-        except BrokenPipeError:  # died since the last answer
-            pass
-        self._wait_for(DONE, timeout, what, offset)
-        return self._log_since(offset)
+            self.close()
+            self.child = process.ServedChild([sys.executable, "-m", CHILD_MODULE, "serve"], env=_child_env())
+            self.starts += 1
+            self._served(f"{what}: starting the runtime child", lambda: self.child.wait_ready(self.START_TIMEOUT))
+        offset = self.child.log_size()
+        self._served(what, lambda: self.child.request(request, timeout))
+        return self.child.log_since(offset)
 
     def close(self, graceful: bool = True) -> None:
         """Stop the child: end of its input, then a kill after 10 s; or, not
         ``graceful`` (at exit: an idle child holds nothing to save), a kill
         at once, instead of waiting seconds for its interpreter to unload
         torch at the end of every worker."""
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                try:
-                    if graceful:
-                        self.proc.stdin.close()
-                        self.proc.wait(timeout=10)
-                except (BrokenPipeError, subprocess.TimeoutExpired):
-                    pass
-                if self.proc.poll() is None:
-                    process.kill_group(self.proc)
-            self.proc = None
-        if self._answers >= 0:
-            os.close(self._answers)
-            self._answers = -1
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        if self.child is not None:
+            self.child.close(graceful, wait=10.0)
+            self.child = None
 
 
 #: This process's runtime child (one per xdist worker), started on first use.
@@ -235,7 +161,7 @@ def _call(command: str, pte_path: Path, workdir: Path, extra: dict[str, Any], *,
         if error.get("kind") == "input":
             raise ValueError(message)
         if not error["type"] == "RuntimeError":  # a bug here rather than a refusal
-            log = "\n".join(filter(None, [log, _log_tail(error.get("traceback", ""))]))
+            log = "\n".join(filter(None, [log, tail(error.get("traceback", ""), lines=process.LOG_TAIL_LINES)]))
         raise PteRuntimeError(message, log=log)
     return data
 

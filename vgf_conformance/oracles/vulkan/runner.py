@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from vgf_conformance import process
 from vgf_conformance.oracles.vulkan.stack import vulkan_stack
-from vgf_conformance.text import tail
 
 RUN_TIMEOUT = 180.0
 
@@ -39,20 +37,9 @@ def run_scenario(scenario: Path, timeout: float = RUN_TIMEOUT) -> float:
     cmd = [str(stack.runner), "--scenario", str(scenario), "--output", str(scenario.parent)]
     start = time.perf_counter()
     try:
-        proc = process.run(cmd, env=stack.environment(), capture_output=True, text=True,
-                              timeout=timeout, cwd=scenario.parent)
-    except subprocess.TimeoutExpired as error:
-        out = (error.stdout or b"") + (error.stderr or b"")
-        text = out.decode(errors="replace") if isinstance(out, bytes) else out
-        raise VulkanRunError(
-            f"scenario runner timed out after {timeout:g} s\n{tail(text)}\n"
-            f"rerun: {rerun_command(scenario)}"
-        ) from None
-    if proc.returncode != 0:
-        raise VulkanRunError(
-            f"scenario runner exited with {proc.returncode}\n{tail(proc.stdout + proc.stderr)}\n"
-            f"rerun: {rerun_command(scenario)}"
-        )
+        process.run_tool(cmd, what="scenario runner", env=stack.environment(), timeout=timeout, cwd=scenario.parent)
+    except process.ChildFailed as failed:
+        raise VulkanRunError(f"{failed}\nrerun: {rerun_command(scenario)}") from None
     return time.perf_counter() - start
 
 

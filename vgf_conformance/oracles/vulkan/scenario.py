@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable
