@@ -20,7 +20,7 @@ from vgf_conformance.harness import errormaps
 from vgf_conformance.harness.errormaps import MAP_DIR, as_nchw, case_outputs, write_case_maps, write_maps
 from vgf_conformance.harness.recording import REPORT_KEY
 from vgf_conformance.harness.runner import CaseFailure, run_case
-from vgf_conformance.oracles import lowered as lowered_module
+from vgf_conformance.oracles import delegates as delegates_module
 from vgf_conformance.oracles.compare import FLOAT_UNIT, compare
 
 CASE = "resize-bilinear-ac0-up2-int8io"
@@ -95,14 +95,14 @@ def _recorded_maps(request) -> list:
 @pytest.fixture
 def shifted_delegate(monkeypatch):
     """A 1-LSB shift in every VGF delegate's outputs (tests/test_faults.py's fault)."""
-    real = lowered_module.run_tosa_in_child_ex
+    real = delegates_module.run_tosa_in_child_ex
 
     def shifted(flatbuffer, inputs, timeout, **options):
         result = real(flatbuffer, inputs, timeout, **options)
         outputs = [np.clip(o.astype(np.int32) + 1, -127, 127).astype(o.dtype) for o in result.outputs]
         return dataclasses.replace(result, outputs=outputs)
 
-    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", shifted)
+    monkeypatch.setattr(delegates_module, "run_tosa_in_child_ex", shifted)
 
 
 def test_a_failing_numerics_check_records_maps_of_the_data_it_failed_on(tmp_path, shifted_delegate):

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from vgf_conformance.oracles import lowered as lowered_module
+from vgf_conformance.oracles import delegates as delegates_module
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES
 from vgf_conformance.harness.runner import CaseFailure, run_case
@@ -53,14 +53,14 @@ def test_unbroken_cases_pass_the_checks(tmp_path):
 
 
 def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch):
-    real = lowered_module.run_tosa_in_child_ex
+    real = delegates_module.run_tosa_in_child_ex
 
     def shifted(flatbuffer, inputs, timeout, **options):
         result = real(flatbuffer, inputs, timeout, **options)
         outputs = [np.clip(o.astype(np.int32) + 1, -127, 127).astype(o.dtype) for o in result.outputs]
         return dataclasses.replace(result, outputs=outputs)
 
-    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", shifted)
+    monkeypatch.setattr(delegates_module, "run_tosa_in_child_ex", shifted)
     case_id = "resize-bilinear-ac0-up2-int8io"
     failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
     message = failed["test_numerics_vs_fake_quant"]
@@ -69,13 +69,13 @@ def test_a_one_lsb_shift_in_a_delegate_fails_vs_fake_quant(tmp_path, monkeypatch
 
 def _patch_delegate_outputs(monkeypatch, change) -> None:
     """Every delegate's int8 outputs (from the TOSA reference model) through ``change``."""
-    real = lowered_module.run_tosa_in_child_ex
+    real = delegates_module.run_tosa_in_child_ex
 
     def patched(flatbuffer, inputs, timeout, **options):
         result = real(flatbuffer, inputs, timeout, **options)
         return dataclasses.replace(result, outputs=[change(o) if o.dtype == np.int8 else o for o in result.outputs])
 
-    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", patched)
+    monkeypatch.setattr(delegates_module, "run_tosa_in_child_ex", patched)
 
 
 def test_a_half_lsb_bias_within_the_max_bound_fails_vs_fake_quant(tmp_path, monkeypatch):
@@ -115,7 +115,7 @@ def test_a_code_below_quant_min_fails_vs_fake_quant_within_every_lsb_bound(tmp_p
     """The narrow-range saturation class (a RESCALE clamping at the dtype's -128
     instead of quant_min -127): one step, inside every LSB bound of the case,
     yet a code the quantized program cannot produce."""
-    real = lowered_module.run_tosa_in_child_ex
+    real = delegates_module.run_tosa_in_child_ex
 
     def saturated(flatbuffer, inputs, timeout, **options):
         result = real(flatbuffer, inputs, timeout, **options)
@@ -123,7 +123,7 @@ def test_a_code_below_quant_min_fails_vs_fake_quant_within_every_lsb_bound(tmp_p
                    for o in result.outputs]
         return dataclasses.replace(result, outputs=outputs)
 
-    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", saturated)
+    monkeypatch.setattr(delegates_module, "run_tosa_in_child_ex", saturated)
     case_id = "resize-bilinear-ac0-up2-int8io"  # its output reaches -127
     failed = _failures(run_case(CASES[case_id], tmp_path), NUMERICS)
     assert set(failed) == {"test_numerics_vs_fake_quant"}, failed

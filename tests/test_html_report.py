@@ -36,9 +36,9 @@ MAP = "output0-c0-3.png"
 FAULT = '''
 import dataclasses
 import numpy as np
-from vgf_conformance.oracles import lowered
+from vgf_conformance.oracles import delegates
 
-_real = lowered.run_tosa_in_child_ex
+_real = delegates.run_tosa_in_child_ex
 
 
 def _right_column_plus_3(flatbuffer, inputs, timeout, **options):
@@ -51,7 +51,7 @@ def _right_column_plus_3(flatbuffer, inputs, timeout, **options):
     return dataclasses.replace(result, outputs=outputs)
 
 
-lowered.run_tosa_in_child_ex = _right_column_plus_3
+delegates.run_tosa_in_child_ex = _right_column_plus_3
 '''
 
 

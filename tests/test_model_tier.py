@@ -18,7 +18,7 @@ from vgf_conformance.cases.family import FAMILIES
 from vgf_conformance.cases.tolerances import MODEL_BOUNDS, TRAITS, resolve
 from vgf_conformance.harness.report import render_markdown
 from vgf_conformance.harness.runner import CaseFailure, run_case
-from vgf_conformance.oracles import lowered as lowered_module
+from vgf_conformance.oracles import delegates as delegates_module
 from vgf_conformance.oracles.compare import Bound, compare
 
 CASE = "model-superres-x2-32x48-int8io"  # the cheapest model with a VGF delegate (about 4 s)
@@ -42,7 +42,7 @@ def _failures(run) -> dict[str, str]:
 
 def _perturb_delegates(monkeypatch, change) -> None:
     """Every VGF delegate's int8 outputs go through ``change(array, rng)``."""
-    real = lowered_module.run_tosa_in_child_ex
+    real = delegates_module.run_tosa_in_child_ex
     rng = np.random.default_rng(0)
 
     def perturbed(flatbuffer, inputs, timeout, **options):
@@ -50,7 +50,7 @@ def _perturb_delegates(monkeypatch, change) -> None:
         outputs = [np.clip(change(o.astype(np.int32), rng), -127, 127).astype(o.dtype) for o in result.outputs]
         return dataclasses.replace(result, outputs=outputs)
 
-    monkeypatch.setattr(lowered_module, "run_tosa_in_child_ex", perturbed)
+    monkeypatch.setattr(delegates_module, "run_tosa_in_child_ex", perturbed)
 
 
 # --- the bound itself --------------------------------------------------------

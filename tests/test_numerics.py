@@ -212,3 +212,30 @@ def test_codes_outside_the_quantization_range_are_found():
     assert "1 of 4 codes outside the output's quantization range [-32767, 32767]: [-32768]" in outside.describe()
     assert codes_outside_range(codes.clamp(-32767, 32767), params) is None
     assert codes_outside_range(codes.float(), None) is None  # a float output has no range
+
+
+def test_every_backend_the_export_makes_has_one_reference_for_each_oracle():
+    """The delegate references sit in one table (oracles/delegates.py): every
+    backend id the export package names runs in the lowered program and in
+    the .pte plan, and the Vulkan tier's scenario table has the same ids."""
+    from vgf_conformance.oracles.delegates import DELEGATES
+    from vgf_conformance.oracles.vulkan.scenario import DELEGATES as SCENARIO_DELEGATES
+    from vgf_export.names import BACKEND_FILE_STEMS
+
+    assert set(DELEGATES) == set(BACKEND_FILE_STEMS) == set(SCENARIO_DELEGATES)
+    for reference in DELEGATES.values():
+        assert all(callable(f) for f in (reference.layouts, reference.run, reference.execute))
+
+
+def test_a_delegate_with_no_reference_fails_naming_its_backend(resize_export):
+    """A lowered program given a table without the VGF backend (as a new
+    backend would meet it) fails at the call, naming the backend and the
+    known ones, instead of running the delegate on something else."""
+    from vgf_conformance.oracles.delegates import DELEGATES, GRID_SAMPLER_BACKEND
+
+    x, result = resize_export
+    program = LoweredProgram(result.edge_program, {0: _tosa(result)},
+                             delegates={GRID_SAMPLER_BACKEND: DELEGATES[GRID_SAMPLER_BACKEND]})
+    with pytest.raises(LoweredRunError, match=r"delegate 0: no reference for backend VgfBackend "
+                                              r"\(known: \['GridSamplerBackend'\]\)"):
+        program.run_program(*quantize_inputs(x, result.edge_program, result.io_quant_params))

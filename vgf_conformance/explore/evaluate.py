@@ -206,13 +206,13 @@ def evaluate(request: dict) -> dict:
     """Run one draw: ``request`` = {family, params, artifacts, vulkan, pte, draw_timeout}."""
     from vgf_conformance import checks
     from vgf_conformance.harness.runner import run_case
-    from vgf_conformance.oracles import lowered
+    from vgf_conformance.oracles import delegates
     from vgf_conformance.oracles.references import ORACLES
 
     started = time.perf_counter()
     family, params = request["family"], request["params"]
     if request.get("draw_timeout"):
-        lowered.TOSA_TIMEOUT = max(5.0, TOSA_TIMEOUT_SHARE * float(request["draw_timeout"]))
+        delegates.TOSA_TIMEOUT = max(5.0, TOSA_TIMEOUT_SHARE * float(request["draw_timeout"]))
     code = space.render(family, params)
     case = space.build_case(code)
     twin = table_twin(case)

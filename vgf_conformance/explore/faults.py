@@ -81,9 +81,9 @@ def during_run(family: str, params: dict):
         return
     import numpy as np
 
-    from vgf_conformance.oracles import lowered
+    from vgf_conformance.oracles import delegates
 
-    real = lowered.run_tosa_in_child_ex
+    real = delegates.run_tosa_in_child_ex
 
     def shifted(flatbuffer, inputs, timeout, **options):
         result = real(flatbuffer, inputs, timeout, **options)
@@ -98,8 +98,8 @@ def during_run(family: str, params: dict):
             outputs.append(o)
         return dataclasses.replace(result, outputs=outputs)
 
-    lowered.run_tosa_in_child_ex = shifted
+    delegates.run_tosa_in_child_ex = shifted
     try:
         yield
     finally:
-        lowered.run_tosa_in_child_ex = real
+        delegates.run_tosa_in_child_ex = real

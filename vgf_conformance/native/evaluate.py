@@ -27,6 +27,7 @@ The outcome is JSON-native (:mod:`vgf_conformance.native.report` reads it).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -42,8 +43,8 @@ import torch
 
 from vgf_conformance import speed_patches
 from vgf_conformance.cases import CASES
-from vgf_conformance.oracles import lowered as lowered_mod
 from vgf_conformance.oracles.compare import compare, dequantize, output_units
+from vgf_conformance.oracles.delegates import DELEGATES, from_layout
 from vgf_conformance.oracles.lowered import LoweredProgram, output_quant, quantize_inputs
 from vgf_conformance.oracles.numerics import measure
 from vgf_conformance.oracles.references import ORACLES, Subject, as_list
@@ -134,7 +135,7 @@ def _tosa_digest(result) -> str:
 # The upstream program with its VGF delegates on Vulkan
 # ---------------------------------------------------------------------------
 def _run_vgf_on_vulkan(vgf_files: dict[int, Path], workdir: Path, seconds: list, stable: list):
-    """A :class:`~vgf_conformance.oracles.lowered.BackendReference` run for VGF
+    """A :class:`~vgf_conformance.oracles.delegates.DelegateReference` run for VGF
     delegates: each call is a scenario of its own (one ``dispatch_vgf``;
     image IO aliased through memory groups), run in a child process, twice
     (``stable`` gets whether the two runs wrote the same outputs)."""
@@ -166,7 +167,7 @@ def _run_vgf_on_vulkan(vgf_files: dict[int, Path], workdir: Path, seconds: list,
         for node, order in call.outputs:
             uid = f"v_{node.name}"
             physical = got[uid].reshape(builder.tensors[uid]["dims"])
-            outputs.append(lowered_mod._from_layout(physical, order).to(node.meta["val"].dtype))
+            outputs.append(from_layout(physical, order).to(node.meta["val"].dtype))
         return tuple(outputs)
 
     return run
@@ -179,11 +180,9 @@ def run_on_vulkan(result, inputs, workdir: Path) -> tuple[list[torch.Tensor], fl
     vgf_files = {f.index: f.path for f in result.artifacts.delegate_files("vgf")}
     seconds: list[float] = []
     stable: list[bool] = []
-    vulkan = lowered_mod.BackendReference(lowered_mod._vgf_layouts,
-                                          _run_vgf_on_vulkan(vgf_files, workdir, seconds, stable))
-    program = LoweredProgram(result.edge_program, {})
-    with mock.patch.dict(lowered_mod.REFERENCES, {VGF_BACKEND: vulkan}):
-        raw = program.run_program(*quantize_inputs(inputs, result.edge_program, result.io_quant_params))
+    vulkan = dataclasses.replace(DELEGATES[VGF_BACKEND], run=_run_vgf_on_vulkan(vgf_files, workdir, seconds, stable))
+    program = LoweredProgram(result.edge_program, {}, delegates={**DELEGATES, VGF_BACKEND: vulkan})
+    raw = program.run_program(*quantize_inputs(inputs, result.edge_program, result.io_quant_params))
     params = output_quant(result.edge_program, result.io_quant_params)
     return [dequantize(q, p) for q, p in zip(raw, params)], round(sum(seconds), 3), all(stable)
 

@@ -37,6 +37,7 @@ import torch
 from torch.fx import Interpreter
 
 from vgf_conformance.oracles.compare import BIAS_MIN_ELEMENTS
+from vgf_conformance.oracles.delegates import TOSA_TIMEOUT, to_layout
 
 
 #: A tensor's header in the reference model's dump of intermediates.
@@ -142,7 +143,6 @@ def parse_dump(text: str) -> dict[str, np.ndarray]:
 def dump_intermediates(fb: bytes, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     """Run ``fb`` on the reference model (the suite's child process, its
     timeout and crash mapping), every intermediate dumped (to its stderr)."""
-    from vgf_conformance.oracles.lowered import TOSA_TIMEOUT
     from vgf_conformance.oracles.tosa_reference import run_tosa_in_child_ex
 
     result = run_tosa_in_child_ex(fb, inputs, TOSA_TIMEOUT, trace_nodes=False,
@@ -319,7 +319,7 @@ def _debug_info():
 def localize(case, root: Path) -> Localization:
     """Export ``case`` into ``root`` with debug information and compare its
     VGF delegates' intermediates with the PT2E program's codes."""
-    from vgf_conformance.oracles.lowered import LoweredProgram, _to_layout, quantize_inputs
+    from vgf_conformance.oracles.lowered import LoweredProgram, quantize_inputs
     from vgf_conformance.speed_patches import enable
     from vgf_export import export_model
 
@@ -338,7 +338,7 @@ def localize(case, root: Path) -> Localization:
     program = LoweredProgram(result.edge_program, tosa_files)
     program.run_program(*quantize_inputs(inputs, result.edge_program, result.io_quant_params))
     # Each VGF delegate's input bytes, as the lowered program gave them.
-    calls = [(call.index, [_to_layout(program.values[node].contiguous(), order) for node, order in call.inputs])
+    calls = [(call.index, [to_layout(program.values[node].contiguous(), order) for node, order in call.inputs])
              for call in program.calls if call.index in tosa_files]
 
     module = result.quantized_module

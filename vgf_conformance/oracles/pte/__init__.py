@@ -26,7 +26,7 @@ One module per idea:
 | module | idea |
 |---|---|
 | ``runtime.py`` | the parent side: the long-lived child process (:class:`RuntimeChild`, one per process), its timeouts and errors (:class:`PteRuntimeError`), :func:`load_pte_meta`, :func:`run_cpu_program`, :func:`execute_program` |
-| ``execute.py`` | the serialized plan executed (:class:`~vgf_conformance.oracles.pte.execute.PlanInterpreter`; delegate references by backend id) |
+| ``execute.py`` | the serialized plan executed (:class:`~vgf_conformance.oracles.pte.execute.PlanInterpreter`; each delegate on its backend's reference in :mod:`vgf_conformance.oracles.delegates`) |
 | ``meta.py`` | what the parent gets back: :class:`PteMeta`, :class:`TensorMeta`, :class:`Instruction` |
 | ``child.py`` | the child: the runtime calls, its answer as JSON (``python -m vgf_conformance.oracles.pte meta|run|execute ...`` or ``serve``, ``__main__.py``) |
 | ``reader.py`` | the program flatbuffer read straight (dim orders, the plan's tables and instructions) |

@@ -16,7 +16,8 @@ way the runtime does, from what the file holds and nothing else:
   seen through their declared dim order; the results are written back into
   their memory;
 * ``DelegateCall``: the delegate's payload (inline data of the file) on the
-  reference of its backend id (:data:`DELEGATES`): a grid-sampler payload by
+  reference of its backend id (``execute`` of
+  :data:`vgf_conformance.oracles.delegates.DELEGATES`): a grid-sampler payload by
   :mod:`vgf_conformance.oracles.grid_sampler_reference`; a VGF payload by the
   TOSA reference model, on the TOSA flatbuffer the model converter made that
   VGF from (found by the payload's exact bytes among the export's
@@ -37,16 +38,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from vgf_conformance.oracles.pte.reader import SCALAR_TYPES
-from vgf_export.names import DELEGATES_DIR, GRID_SAMPLER_BACKEND, VGF_BACKEND
-
-#: Seconds the TOSA reference model may take for one delegate.
-TOSA_TIMEOUT = 120.0
-
-
-class PlanError(RuntimeError):
-    """The plan cannot be executed as serialized; the message names the
-    instruction and the value."""
-
+from vgf_conformance.oracles.delegates import DELEGATES, PlanError
+from vgf_export.names import DELEGATES_DIR
 
 @dataclasses.dataclass
 class TensorValue:
@@ -235,31 +228,6 @@ class PlanInterpreter:
         return [self.tensor(i, f"output {k}").logical() for k, i in enumerate(self.plan.outputs)]
 
 
-# ---------------------------------------------------------------------------
-# Delegate references, by backend id
-# ---------------------------------------------------------------------------
-def _run_grid_sampler(interpreter: PlanInterpreter, what: str, payload_bytes: bytes,
-                      tensors: list[TensorValue]) -> None:
-    from vgf_conformance.oracles.grid_sampler_reference import run_payload
-    from vgf_export.grid_sampler_backend import GridSamplerPayload
-
-    payload = GridSamplerPayload.from_bytes(payload_bytes)
-    descs = {"image": payload.image, "grid": payload.grid}
-    roles = [*payload.inputs, "output"]
-    if len(tensors) != len(roles):
-        raise PlanError(f"{what}: {len(tensors)} values passed, the payload has {roles}")
-    arrays = {}
-    for role, tensor in zip(roles, tensors):
-        desc = descs.get(role, payload.output)
-        if tensor.dtype != np.dtype(desc.dtype) or tensor.flat.size != int(np.prod(desc.shape)):
-            raise PlanError(f"{what}: the {role} is {tensor.describe()}, the payload reads "
-                            f"{desc.dtype}{list(desc.shape)}")
-        physical = tensor.flat.reshape([desc.shape[d] for d in desc.dim_order])  # the raw bytes
-        arrays[role] = np.transpose(physical, np.argsort(desc.dim_order))
-    out = run_payload(payload, arrays["image"], arrays["grid"])
-    tensors[-1].flat[...] = np.transpose(out, payload.output.dim_order).ravel()
-
-
 def vgf_to_tosa(artifacts_root: str | Path) -> dict[str, bytes]:
     """The export's TOSA flatbuffers by the sha256 of the VGF converted from
     each (``delegates/NN_vgf.vgf`` beside ``NN_vgf.tosa``)."""
@@ -269,44 +237,6 @@ def vgf_to_tosa(artifacts_root: str | Path) -> dict[str, bytes]:
         if tosa.exists():
             found[hashlib.sha256(vgf.read_bytes()).hexdigest()] = tosa.read_bytes()
     return found
-
-
-def _run_vgf(interpreter: PlanInterpreter, what: str, payload: bytes,
-             tensors: list[TensorValue]) -> None:
-    from vgf_conformance.oracles.tosa_reference import TOSA_LEVEL, TOSA_TO_NUMPY, graph_io, run_tosa_in_child_ex
-
-    digest = hashlib.sha256(payload).hexdigest()
-    tosa = interpreter.context.get("vgf_to_tosa", {}).get(digest)
-    if tosa is None:
-        raise PlanError(f"{what}: its VGF payload (sha256 {digest[:12]}) is none of the export's "
-                        f"{DELEGATES_DIR}/NN_vgf.vgf: no TOSA flatbuffer to run it on")
-    io = graph_io(tosa)
-    if len(tensors) != len(io["inputs"]) + len(io["outputs"]):
-        raise PlanError(f"{what}: {len(tensors)} values passed, the TOSA graph has "
-                        f"{len(io['inputs'])} inputs and {len(io['outputs'])} outputs")
-    buffers = []
-    for role, spec, tensor in zip(["input"] * len(io["inputs"]) + ["output"] * len(io["outputs"]),
-                                  io["inputs"] + io["outputs"], tensors):
-        want = TOSA_TO_NUMPY.get(spec["dtype"])
-        if tensor.dtype != want or tensor.flat.size != int(np.prod(spec["shape"], dtype=np.int64)):
-            raise PlanError(f"{what}: {role} {tensor.describe()}, the TOSA graph has "
-                            f"{spec['dtype']}[{'x'.join(map(str, spec['shape']))}]")
-        if role == "input":
-            buffers.append(tensor.flat.reshape(spec["shape"]).copy())  # the raw bytes
-    result = run_tosa_in_child_ex(tosa, buffers, TOSA_TIMEOUT, tosa_level=TOSA_LEVEL,
-                                  cache_dir=interpreter.context.get("tosa_runs"))
-    if not result.ok:
-        raise PlanError(f"{what}: TOSA reference model: {result.describe()}")
-    for tensor, out in zip(tensors[len(buffers):], result.outputs):
-        tensor.flat[...] = np.asarray(out, tensor.dtype).ravel()
-
-
-#: The reference of each backend id: ``run(interpreter, what, payload, values)``
-#: with the values the call passes (inputs, then outputs).
-DELEGATES: dict[str, Callable] = {
-    VGF_BACKEND: _run_vgf,
-    GRID_SAMPLER_BACKEND: _run_grid_sampler,
-}
 
 
 def output_differences(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> list[str]:
@@ -344,4 +274,5 @@ def execute_pte(pte_path: str | Path, inputs: Sequence[np.ndarray],
 
     context = {"vgf_to_tosa": vgf_to_tosa(artifacts_root) if artifacts_root else {},
                "tosa_runs": Path(artifacts_root) / RUNS_DIR if artifacts_root else None}
-    return PlanInterpreter(pte_file, DELEGATES, context).run(inputs)
+    return PlanInterpreter(pte_file, {backend: ref.execute for backend, ref in DELEGATES.items()},
+                           context).run(inputs)
