@@ -196,3 +196,24 @@ def test_a_case_runs_on_a_fresh_stack_with_the_callers_context():
 
     with pytest.raises(KeyError, match="in the export"):
         on_a_fresh_stack(broken)
+
+
+def test_a_case_is_built_once_per_run(tmp_path, monkeypatch):
+    """run_case builds a case's model and inputs once: the export, the
+    oracles and the golden's case section all see the same ones."""
+    from vgf_conformance.cases import Case
+    from vgf_conformance.harness.runner import run_case
+
+    case = CASES["resize-bilinear-ac0-up2-int8io"]
+    models, inputs = [], []
+
+    def model():
+        models.append(case.model())
+        return models[-1]
+
+    real_inputs = Case.make_inputs
+    monkeypatch.setattr(Case, "make_inputs", lambda self: inputs.append(real_inputs(self)) or inputs[-1])
+    run = run_case(dataclasses.replace(case, model=model), tmp_path)
+    assert run.failure is None and run.numerics is not None
+    assert (len(models), len(inputs)) == (1, 1)
+    assert run.golden["case"]["model"] == repr(models[0])

@@ -339,11 +339,12 @@ class Case:
                              "family builds it (Family.build or Family.finish); this one was not")
         return self.tolerances[output]
 
-    def describe(self) -> dict:
-        """The declarative parameters, as they appear at the top of the golden."""
+    def describe(self, model=None) -> dict:
+        """The declarative parameters, as they appear at the top of the golden
+        (``model``: the case's model as built for its export; default: a new one)."""
         return {
             "family": self.family,
-            "model": repr(self.model()),
+            "model": repr(self.model() if model is None else model),
             "inputs": [s.describe() for s in self.inputs],
             "input_qspecs": list(self.input_qspecs),
             "output_qspecs": list(self.output_qspecs),

@@ -26,12 +26,14 @@ from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 @dataclasses.dataclass(frozen=True)
 class GoldenSource:
     """What a golden is built from: the case, its export result
-    (``vgf_export.ExportResult``), and the numerics statistics when the
-    numerics tier ran (None otherwise)."""
+    (``vgf_export.ExportResult``), the numerics statistics when the
+    numerics tier ran (None otherwise), and the model the case was exported
+    from (None: the case builds one)."""
 
     case: Any
     result: Any
     numerics: dict | None = None
+    model: Any = None
 
 
 #: How a change of a section is worded: (stored golden, current golden) -> phrases.
@@ -131,7 +133,7 @@ def _report(source: GoldenSource):
 #: The registry: every section of a golden, in order.
 SECTIONS: dict[str, Section] = {section.name: section for section in (
     Section("case", "the case's declarative parameters (what was exported)",
-            lambda s: s.case.describe(), wording=unworded),
+            lambda s: s.case.describe(s.model), wording=unworded),
     Section("graph", "the top-level edge graph, one line per node",
             lambda s: view.graph_section(s.result.edge_program)),
     Section("delegates", "each delegate's backend and ops, in order",
@@ -161,9 +163,9 @@ SECTIONS: dict[str, Section] = {section.name: section for section in (
 )}
 
 
-def build_golden(case, result, numerics: dict | None = None) -> dict:
+def build_golden(case, result, numerics: dict | None = None, model=None) -> dict:
     """All sections of one case's golden, from its export result."""
-    source = GoldenSource(case, result, numerics)
+    source = GoldenSource(case, result, numerics, model)
     golden = {}
     for section in SECTIONS.values():
         content = view.recorded(section.build, source)

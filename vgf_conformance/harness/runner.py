@@ -22,6 +22,7 @@ import time
 import traceback
 import warnings
 from pathlib import Path
+from typing import Any
 
 from vgf_conformance.cases import STAGES, Case
 from vgf_conformance.goldens import build_golden
@@ -80,6 +81,10 @@ class CaseRun:
     vulkan_batch: int | None = None  # cases that shared its Vulkan runner process
     #: Warnings the stack raised during the export: "Category: message (file:line)".
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: The model and inputs the case was exported from, built once: the
+    #: oracles and the golden use the same ones.
+    model: Any = dataclasses.field(default=None, repr=False)
+    inputs: Any = dataclasses.field(default=None, repr=False)
 
     def fail(self, failure: StageFailure) -> None:
         """Raise for ``failure``: as expected (xfail) or as a real failure."""
@@ -307,7 +312,7 @@ def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: d
     run.stage = phase["now"] = "run"
     with timer("numerics"):
         try:
-            run.numerics = measure(case, run.result)
+            run.numerics = measure(case, run.result, run.model, run.inputs)
         except LoweredRunError as error:  # a reference backend rejected a delegate
             run.failure = StageFailure.of("run", error, TOOLCHAIN)
         except Exception as error:  # noqa: BLE001 - a bug of the oracles
@@ -315,7 +320,7 @@ def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: d
     with timer("golden"):
         numerics = run.numerics.to_dict() if run.numerics else {"error": run.failure.describe()}
         try:
-            run.golden = build_golden(case, run.result, numerics)
+            run.golden = build_golden(case, run.result, numerics, run.model)
         except Exception as error:  # noqa: BLE001 - the harness broke, on this case alone
             run.golden_failure = StageFailure.of("serialize", error, HARNESS)
     return run
@@ -324,7 +329,7 @@ def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: d
 def _export(run: CaseRun, disable_workarounds) -> None:
     case = run.case
     try:
-        model, inputs, kwargs = case.model(), case.make_inputs(), case.export_kwargs()
+        run.model, run.inputs, kwargs = case.model(), case.make_inputs(), case.export_kwargs()
     except Exception as error:  # noqa: BLE001 - the case cannot even be built
         run.failure = StageFailure.of("export", error, CASE)
         return
@@ -333,7 +338,7 @@ def _export(run: CaseRun, disable_workarounds) -> None:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run.result = export_model(model, inputs, artifacts_root=run.artifacts, **kwargs)
+            run.result = export_model(run.model, run.inputs, artifacts_root=run.artifacts, **kwargs)
         run.warnings = _distinct_warnings(caught)
     except ExportStageError as error:
         run.stage = error.stage

@@ -106,9 +106,12 @@ def codes_outside_range(codes: torch.Tensor, params: dict | None) -> OutsideRang
                         qmin, qmax, index)
 
 
-def measure(case, result) -> Numerics:
-    """Run the lowered program of a case and compare it with every oracle."""
-    subject = Subject(case.model().eval(), case.make_inputs(), result.quantized_module)
+def measure(case, result, model=None, inputs=None) -> Numerics:
+    """Run the lowered program of a case and compare it with every oracle
+    (``model``, ``inputs``: the ones the case was exported from; default:
+    built again)."""
+    model = case.model() if model is None else model
+    subject = Subject(model.eval(), case.make_inputs() if inputs is None else inputs, result.quantized_module)
     with torch.no_grad():
         references = {name: oracle.reference(subject) for name, oracle in ORACLES.items()}
         reference, fake_quant = float_model(subject), fake_quant_program(subject)
