@@ -21,7 +21,7 @@ from vgf_conformance.goldens import (
 class _Case:
     id = "toy-case"
 
-    def describe(self):
+    def describe(self, model=None):
         return {"id": self.id, "ratio": 0.1 + 0.2}
 
 

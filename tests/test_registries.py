@@ -61,7 +61,7 @@ def test_a_case_that_cannot_be_built_is_the_cases_failure(tmp_path):
 
 
 def test_a_harness_bug_in_the_numerics_is_not_blamed_on_executorch(tmp_path, monkeypatch):
-    def broken(case, result):
+    def broken(case, result, *built):
         raise KeyError("a bug of the oracles")
 
     monkeypatch.setattr(runner, "measure", broken)
@@ -89,7 +89,7 @@ def test_a_golden_that_cannot_be_built_fails_test_golden_alone(tmp_path, monkeyp
 
 
 def test_a_numerics_failure_stays_visible_when_the_golden_also_breaks(tmp_path, monkeypatch):
-    def wrong(case, result):
+    def wrong(case, result, *built):
         raise KeyError("oracle bug")
 
     monkeypatch.setattr(runner, "measure", wrong)
