@@ -12,7 +12,7 @@ import torch
 
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES, FAMILIES, Expectation
-from vgf_conformance.harness import report, runner
+from vgf_conformance.harness import report, runner, summary
 from vgf_conformance.harness.runner import CaseFailure, run_case
 from vgf_conformance.oracles.compare import Bound
 from vgf_conformance.oracles.references import ORACLES, Oracle, float_model
@@ -43,7 +43,7 @@ def test_an_oracle_is_one_entry(monkeypatch, tmp_path):
     with pytest.raises(CaseFailure, match=r"against the float model negated[\s\S]*vs_negated: max error"):
         suite.numerics_tests()["test_numerics_vs_negated"](run, _request())
     record = {**run.summary(), "tests": {"test_numerics_vs_negated": "failed"}}
-    rows = report.tolerance_margins([report.CaseRecord.from_dict(
+    rows = summary.tolerance_margins([report.CaseRecord.from_dict(
         {**record, "outcome": "failed"}).__dict__])
     assert any(r["comparison"] == "vs_negated" for r in rows)
 

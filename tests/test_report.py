@@ -40,6 +40,30 @@ def test_outcome_aggregation_and_markdown_groups():
     assert "unnecessary here" in markdown
 
 
+def test_report_md_and_html_lay_out_one_summary():
+    """report.md and report.html count nothing of their own: every aggregate
+    either shows (outcomes, families, delegation shapes, change groups,
+    cases not passing) is the one harness/summary.py computed."""
+    from vgf_conformance.harness.html import render_html
+    from vgf_conformance.harness.summary import summarize
+
+    cpu_ops = {**_case("e"), "cpu_ops": ["aten.gather"], "tests": {"test_export": "failed"}}
+    on_cpu = {**_case("f", family="grid_sample"), "delegates": [], "stays_on_cpu": "declared"}
+    report = build_report({"a": _case("a", changes=["no longer delegated"]), "e": cpu_ops, "f": on_cpu,
+                           "c": {**_case("c", family="grid_sample"), "warnings": ["DeprecationWarning: x"]}})
+    summary = summarize(report)
+    assert summary.delegations == [("VgfBackend", 2), ("VgfBackend (+CPU ops)", 1), ("none", 1)]
+    assert summary.by_outcome == {"passed": 3, "failed": 1} and summary.families == ["grid_sample", "resize"]
+    assert [c["id"] for c in summary.not_passing] == ["e"] and [c["id"] for c in summary.cpu] == ["f"]
+    markdown, html = render_markdown(report), render_html(report)
+    for shape, n in summary.delegations:
+        assert f"| {shape} | {n} |" in markdown
+        assert f"<tr><td>{shape}</td><td class=\"num\">{n}</td></tr>" in html
+    for (family, change), n in summary.change_groups:
+        assert f"- {n} {family} case: {change}" in markdown and f"<li>{n} {family} case: {change}</li>" in html
+    assert "| 1 | DeprecationWarning: x |" in markdown and "DeprecationWarning: x" in html
+
+
 def test_merge_keeps_the_format_and_refuses_overlap(tmp_path):
     verdict = {"name": "resize-split", "needed": True, "evidence": ["x"], "upstream": "u"}
     one = build_report({"a": _case("a")}, {"resize-split": verdict})

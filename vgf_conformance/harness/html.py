@@ -26,10 +26,10 @@ import difflib
 import json
 import shlex
 import shutil
-from collections import Counter
 from pathlib import Path
 
-from vgf_conformance.harness.report import SUITE_SCRIPT
+from vgf_conformance.harness.report import OUTCOME_ORDER, SUITE_SCRIPT
+from vgf_conformance.harness.summary import delegation, summarize
 from vgf_conformance.text import CASE_ID_PATTERN
 
 #: Lines of a golden diff kept in the report.
@@ -51,12 +51,6 @@ def golden_diff(stored_text: str | None, golden: dict, limit: int = DIFF_LINES) 
     if len(lines) > limit:
         lines = lines[:limit] + [f"... {len(lines) - limit} more lines"]
     return lines
-
-
-def delegation(case: dict) -> str:
-    """The delegation of a case as report.md's Delegation table groups it."""
-    shape = "+".join(sorted({d["backend"] for d in case.get("delegates") or []})) or "none"
-    return shape + (" (+CPU ops)" if case.get("cpu_ops") else "")
 
 
 def rerun_commands(case: dict, suite: str = SUITE_SCRIPT) -> list[str]:
@@ -145,16 +139,11 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
     ``diff``: a report diff (``vgf_conformance.harness.diff``) rendered above the cases."""
     import jinja2
 
-    from vgf_conformance.harness.report import OUTCOME_ORDER, tolerance_margins
-
-    cases = report["cases"]
+    summary = summarize(report)
     suite = (report.get("run") or {}).get("command") or SUITE_SCRIPT
     maps = maps or {}
-    families = sorted({c.get("family", "?") for c in cases})
-    by_family = {f: Counter(c["outcome"] for c in cases if c.get("family", "?") == f) for f in families}
-    groups = Counter((c.get("family", "?"), change) for c in cases for change in c.get("changes") or [])
     rows = []
-    for c in cases:
+    for c in summary.cases:
         interesting = (c["outcome"] not in ("passed", "skipped") or c.get("golden_changed")
                        or c["id"] in maps)
         rows.append({"case": c, "delegation": delegation(c), "numerics": numerics_rows(c),
@@ -165,16 +154,11 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     return env.get_template(TEMPLATE).render(
-        title=title, report=report, cases=cases, rows=rows, outcomes=OUTCOME_ORDER,
-        by_outcome=Counter(c["outcome"] for c in cases), families=families, by_family=by_family,
-        delegations=sorted(Counter(r["delegation"] for r in rows).items()),
-        sections=sorted({s for r in rows for s in r["sections"]}),
-        change_groups=sorted(groups.items(), key=lambda kv: (-kv[1], kv[0])),
-        margins=tolerance_margins(cases),
-        warnings=Counter(w for c in cases for w in c.get("warnings") or []).most_common(),
-        cpu=[c for c in cases if c.get("stays_on_cpu") and not c.get("delegates")],
-        not_passing=[c for c in cases if c["outcome"] not in ("passed", "xfailed")],
-        diff=diff)
+        title=title, report=report, cases=summary.cases, rows=rows, outcomes=OUTCOME_ORDER,
+        by_outcome=summary.by_outcome, families=summary.families, by_family=summary.by_family,
+        delegations=summary.delegations, sections=sorted({s for r in rows for s in r["sections"]}),
+        change_groups=summary.change_groups, margins=summary.margins, warnings=summary.warnings,
+        cpu=summary.cpu, not_passing=summary.not_passing, diff=diff)
 
 
 def write_html(report: dict, directory: Path, sources: tuple[Path, ...] = (), title: str | None = None,

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
 from pathlib import Path
 
 from vgf_conformance.harness import skips
 from vgf_conformance.harness.machine import line as machine_line
+from vgf_conformance.harness.summary import summarize
 
 #: The command that runs the built-in table (README's quick start): the rerun
 #: commands of a report that does not record its own.
@@ -166,9 +166,8 @@ def build_report(cases: dict[str, dict], workarounds: dict[str, dict] | None = N
 
 
 def render_markdown(report: dict) -> str:
-    cases = report["cases"]
-    by_outcome = Counter(c["outcome"] for c in cases)
-    families = sorted({c.get("family", "?") for c in cases})
+    summary = summarize(report)
+    cases = summary.cases
     lines = ["# VGF conformance report", "", f"{len(cases)} cases.", ""]
     run = report.get("run") or {}
     machines = run.get("machines") or ({"": run["machine"]} if run.get("machine") else {})
@@ -182,59 +181,45 @@ def render_markdown(report: dict) -> str:
         lines += [f"**Partial shard** {name}: stopped before it finished; {len(missing)} planned case(s) "
                   f"missing from this report" + (f": {', '.join(missing)}" if missing else "") + ".", ""]
     lines += ["## By outcome", "", "| outcome | cases |", "|---|---|"]
-    lines += [f"| {o} | {by_outcome[o]} |" for o in OUTCOME_ORDER if by_outcome[o]]
+    lines += [f"| {o} | {summary.by_outcome[o]} |" for o in OUTCOME_ORDER if summary.by_outcome[o]]
     lines += ["", "## By op family", "", "| family | " + " | ".join(OUTCOME_ORDER) + " |",
               "|---|" + "---|" * len(OUTCOME_ORDER)]
-    for family in families:
-        counts = Counter(c["outcome"] for c in cases if c.get("family", "?") == family)
+    for family in summary.families:
+        counts = summary.by_family[family]
         lines.append(f"| {family} | " + " | ".join(str(counts[o]) for o in OUTCOME_ORDER) + " |")
-    delegated = Counter()
-    for c in cases:
-        backends = sorted({d["backend"] for d in c.get("delegates") or []})
-        shape = "+".join(backends) or "none"
-        if c.get("cpu_ops"):
-            shape += " (+CPU ops)"
-        delegated[shape] += 1
     lines += ["", "## Delegation", "", "| delegates | cases |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(delegated.items())]
-    groups = Counter((c.get("family", "?"), change) for c in cases for change in c.get("changes", []))
-    if groups:
+    lines += [f"| {k} | {v} |" for k, v in summary.delegations]
+    if summary.change_groups:
         lines += ["", "## Changes against the goldens", ""]
         lines += [f"- {n} {family} case{'s' if n > 1 else ''}: {change}"
-                  for (family, change), n in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))]
-    changed = [c for c in cases if c["golden_changed"]]
-    if changed:
+                  for (family, change), n in summary.change_groups]
+    if summary.changed:
         lines += ["", "## Golden sections changed", "", "| case | sections |", "|---|---|"]
-        lines += [f"| {c['id']} | {', '.join(c['golden_changed'])} |" for c in changed]
+        lines += [f"| {c['id']} | {', '.join(c['golden_changed'])} |" for c in summary.changed]
     ledger = report.get("workarounds") or []
     if ledger:
         lines += ["", "## Workarounds", "", "| workaround | still needed | evidence |", "|---|---|---|"]
         for w in ledger:
             evidence = "; ".join(w["evidence"])[:200] or "no probe changed without it"
             lines.append(f"| {w['name']} | {'yes' if w['needed'] else '**no: unnecessary here**'} | {evidence} |")
-    cpu = [c for c in cases if c.get("stays_on_cpu") and not c.get("delegates")]
-    if cpu:
+    if summary.cpu:
         lines += ["", "## CPU fallback, as expected", "", "| case | why |", "|---|---|"]
-        lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in cpu]
-    lines += _margin_lines(cases) + _statistical_lines(cases)
-    lines += _warning_lines(cases) + _time_lines(report.get("run"))
-    localized = [c for c in cases if c.get("localization")]
-    if localized:
+        lines += [f"| {c['id']} | {c['stays_on_cpu']} |" for c in summary.cpu]
+    lines += _margin_lines(summary.margins) + _statistical_lines(cases)
+    lines += _warning_lines(summary.warnings) + _time_lines(report.get("run"))
+    if summary.localized:
         lines += ["", "## Where numerics diverge", "",
                   "The first TOSA op that adds more than its bounds to its PT2E source "
                   "(`python -m vgf_conformance localize CASE` prints every op).", "",
                   "| case | first op | what it adds |", "|---|---|---|"]
-        for c in localized:
+        for c in summary.localized:
             lines.append(f"| {c['id']} | {_first_op(c['localization'])} |")
-    bad = [c for c in cases if c["outcome"] not in ("passed", "xfailed")]
-    if bad:
+    if summary.not_passing:
         lines += ["", "## Not passing", "", "| case | outcome | stage | error |", "|---|---|---|---|"]
-        for c in bad:
+        for c in summary.not_passing:
             error = (c.get("error") or "").splitlines()[0][:160] if c.get("error") else ""
             lines.append(f"| {c['id']} | {c['outcome']} | {c.get('stage')} | {error} |")
     return "\n".join(lines) + "\n"
-
-
 
 
 def _first_op(localization: dict) -> str:
@@ -247,35 +232,6 @@ def _first_op(localization: dict) -> str:
     return (f"delegate {first['delegate']} op[{first['op_index']}] {first['op']} (from `{first['source']}`) | "
             f"{first['local_lsb']:g} LSB on {first['differing']} of {first['elements']} elements, "
             f"bias {first['local_bias_lsb']:+.3f}")
-
-
-def tolerance_margins(cases: list[dict]) -> list[dict]:
-    """Per tolerance bound (its source: a family default or a trait) and
-    comparison: the bound, how many outputs it covers, the worst observed
-    value, its case, and the share of the bound it uses."""
-    from vgf_conformance.oracles.references import ORACLES
-
-    rows: dict[tuple[str, str], dict] = {}
-    for case in cases:
-        outputs = (case.get("numerics") or {}).get("outputs") or []
-        for output, (stats, tolerance) in enumerate(zip(outputs, case.get("tolerances") or [])):
-            for what in ORACLES:
-                if (case.get("tests") or {}).get(f"test_numerics_{what}") == "xfailed":
-                    continue  # a known divergence: its size is in its Expectation, not a margin
-                # With an outlier allowance the cap is what the worst element is held to.
-                capped = "outlier_max_lsb" in tolerance[what]
-                bound = tolerance[what]["outlier_max_lsb" if capped else "max_lsb"]
-                source = tolerance["sources"][f"{what}.{'outlier_max_lsb' if capped else 'max_lsb'}"]
-                source += " (outlier cap)" if capped else ""
-                observed = stats[what]["max_lsb"]
-                row = rows.setdefault((source, what), {
-                    "source": source, "comparison": what, "bound": bound, "outputs": 0,
-                    "worst": -1.0, "case": None, "use": 0.0})
-                row["outputs"] += 1
-                use = observed / bound if bound else float(observed > 0)
-                if use > row["use"] or row["case"] is None:
-                    row.update(worst=observed, case=f"{case['id']}#{output}", use=use, bound=bound)
-    return [rows[k] for k in sorted(rows)]
 
 
 def _statistical_lines(cases: list[dict]) -> list[str]:
@@ -304,8 +260,7 @@ def _statistical_lines(cases: list[dict]) -> list[str]:
             *rows]
 
 
-def _margin_lines(cases: list[dict]) -> list[str]:
-    rows = tolerance_margins(cases)
+def _margin_lines(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     lines = ["", "## Tolerance margins", "",
@@ -318,14 +273,13 @@ def _margin_lines(cases: list[dict]) -> list[str]:
     return lines
 
 
-def _warning_lines(cases: list[dict]) -> list[str]:
-    seen = Counter(w for c in cases for w in c.get("warnings") or [])
+def _warning_lines(seen: list[tuple[str, int]]) -> list[str]:
     if not seen:
         return []
     lines = ["", "## Warnings raised during export", "",
              "Deprecations of today are the next upgrade's failures.", "",
              "| cases | warning |", "|---|---|"]
-    lines += [f"| {n} | {w.replace('|', '/')[:300]} |" for w, n in seen.most_common()]
+    lines += [f"| {n} | {w.replace('|', '/')[:300]} |" for w, n in seen]
     return lines
 
 
