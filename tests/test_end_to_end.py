@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from vgf_conformance.cases.models import ConvRelu, GridSample, Resize
+from vgf_conformance.cases.op_models import ConvRelu, GridSample, Resize
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import GridSamplerPayload
 from vgf_export.qdq import is_dq_op, is_q_op

@@ -4,7 +4,7 @@ nothing written by an earlier export is replaced without the flag."""
 import pytest
 import torch
 
-from vgf_conformance.cases.models import GridSample, Resize, TwoInTwoOut
+from vgf_conformance.cases.op_models import GridSample, Resize, TwoInTwoOut
 from vgf_export import export_model, image_qspec
 
 RESIZE = Resize(scale_factor=0.5, align_corners=False)

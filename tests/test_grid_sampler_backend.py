@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from vgf_conformance.cases.models import GridSample
+from vgf_conformance.cases.op_models import GridSample
 from tests.helpers import calls, captured, quantized_edge
 from vgf_export import grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import (

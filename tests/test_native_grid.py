@@ -78,7 +78,7 @@ def test_glslc_dependence_and_failures():
 def test_export_option_is_checked():
     import torch
 
-    from vgf_conformance.cases.models import GridSample
+    from vgf_conformance.cases.op_models import GridSample
     from vgf_export import export_model
 
     with pytest.raises(ValueError, match="grid_sampler_lowering must be one of"):

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from vgf_conformance.oracles.grid_sampler_reference import grid_sample, run_payload
-from vgf_conformance.cases.models import GridSample, Resize
+from vgf_conformance.cases.op_models import GridSample, Resize
 from vgf_conformance.oracles.compare import BIAS_MIN_ELEMENTS, Bound, compare
 from vgf_conformance.oracles.lowered import LoweredProgram, LoweredRunError, quantize_inputs
 from vgf_conformance.oracles.numerics import codes_outside_range

@@ -5,7 +5,7 @@ from executorch.backends.arm.vgf import VgfCompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from vgf_conformance.cases.models import GridSample
+from vgf_conformance.cases.op_models import GridSample
 from tests.helpers import quantized_edge
 from vgf_export import grid_qspec, image_qspec
 from vgf_export.export import TOSA_SPEC

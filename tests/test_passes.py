@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from executorch.exir import EdgeCompileConfig, to_edge
 
-from vgf_conformance.cases.models import GridSample, Resize
+from vgf_conformance.cases.op_models import GridSample, Resize
 from tests.helpers import captured
 from vgf_export.passes import (
     build_bilinear_resize_axis_sizes,

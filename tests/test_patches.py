@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from vgf_conformance.cases.models import Resize
+from vgf_conformance.cases.op_models import Resize
 from vgf_export import ExportStageError, export_model, patches
 from vgf_export.patches import Patch
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from vgf_conformance.cases.models import GridSample, Resize, TwoInTwoOut
+from vgf_conformance.cases.op_models import GridSample, Resize, TwoInTwoOut
 from tests.helpers import calls, quantized, qparams
 from vgf_export import grid_qspec, image_qspec, snorm_qspec
 

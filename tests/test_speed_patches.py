@@ -315,7 +315,7 @@ def test_node_source_deepcopy_builds_the_same_object_graph(applied):
 
 def test_node_source_deepcopy_on_an_exports_provenance(applied, tmp_path):
     """The provenance trees of a real export copy to the same object graph."""
-    from vgf_conformance.cases.models import Resize
+    from vgf_conformance.cases.op_models import Resize
     from vgf_export import export_model
 
     result = export_model(Resize(scale_factor=2.0, align_corners=False), (torch.rand(1, 4, 6, 5),),

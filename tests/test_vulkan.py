@@ -17,7 +17,7 @@ import torch
 from vgf_conformance.oracles import vulkan
 from vgf_conformance.oracles.vulkan import runner as vulkan_runner
 from vgf_conformance.oracles.vulkan import scenario as vulkan_scenario
-from vgf_conformance.cases.models import GridSample
+from vgf_conformance.cases.op_models import GridSample
 from vgf_conformance.oracles.numerics import measure
 from vgf_conformance.cases import FAMILIES, Case, InputSpec
 from vgf_export import export_model, grid_qspec, image_qspec

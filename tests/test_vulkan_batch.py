@@ -5,7 +5,7 @@ import json
 import pytest
 
 from vgf_conformance.cases import FAMILIES, Case, InputSpec
-from vgf_conformance.cases.models import GridSample
+from vgf_conformance.cases.op_models import GridSample
 from vgf_conformance.oracles import vulkan
 from vgf_conformance.oracles.numerics import measure
 from vgf_export import export_model

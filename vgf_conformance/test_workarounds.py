@@ -144,7 +144,7 @@ _HANGING_EXPORT = textwrap.dedent("""
     import sys, tempfile
     from pathlib import Path
     import torch
-    from vgf_conformance.cases.models import Resize
+    from vgf_conformance.cases.op_models import Resize
     from vgf_export import export_model, patches
     patches.disable_patch(sys.argv[1])
     export_model(Resize(scale_factor=0.5, align_corners=False), (torch.rand(1, 4, 8, 8),),

@@ -7,7 +7,8 @@
   failures (:class:`Family`); a new module there is a new family;
 * :mod:`vgf_conformance.cases.tolerances`: the traits that loosen bounds, and how
   a case's tolerance is resolved;
-* :mod:`vgf_conformance.cases.models`: the small models the families export.
+* :mod:`vgf_conformance.cases.op_models`: the small models (one op or a few) the families export;
+* :mod:`vgf_conformance.cases.zoo`: the model tier's realistic architectures.
 
 ``CASES`` is the built-in table (case id -> case).
 """

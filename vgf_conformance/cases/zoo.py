@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vgf_conformance.cases.models import _Described
+from vgf_conformance.cases.op_models import _Described
 
 
 def _init(module: nn.Module, seed: int, gain: float = 0.5) -> nn.Module:

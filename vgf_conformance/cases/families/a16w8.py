@@ -11,7 +11,7 @@ weights (``int8-weights``) move it up to ~120 LSB from the float model.
 
 from __future__ import annotations
 
-import vgf_conformance.cases.models as models
+import vgf_conformance.cases.op_models as models
 from vgf_conformance.cases.case import Case
 from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family

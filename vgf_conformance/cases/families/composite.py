@@ -16,7 +16,7 @@ from typing import Callable
 
 from torch import nn
 
-import vgf_conformance.cases.models as models
+import vgf_conformance.cases.op_models as models
 from vgf_conformance.cases.case import Case, Expectation
 from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family

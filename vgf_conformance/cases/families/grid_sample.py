@@ -14,7 +14,7 @@ padding and a quantized grid).
 
 from __future__ import annotations
 
-import vgf_conformance.cases.models as models
+import vgf_conformance.cases.op_models as models
 from vgf_conformance.cases.case import Case, io_suffix
 from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family

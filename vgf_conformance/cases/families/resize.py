@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction as F
 
-import vgf_conformance.cases.models as models
+import vgf_conformance.cases.op_models as models
 from vgf_conformance.cases.case import Case, Expectation, factor_id, frac_id, io_suffix, measured_lsb
 from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
