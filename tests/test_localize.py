@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from vgf_conformance.cases import CASES
-from vgf_conformance.oracles.localize import Localization, Row, localize, parse_dump
+from vgf_conformance.oracles.localize import Localization, Row, localize
+from vgf_conformance.oracles.tosa_log import parse_dump
 from vgf_conformance.selftest.faults import get
 
 _DUMP = """Node type: RESCALE ID: 8 Eval Count: 1

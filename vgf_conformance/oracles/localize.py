@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import re
 import tempfile
 from pathlib import Path
 
@@ -38,14 +37,12 @@ from torch.fx import Interpreter
 
 from vgf_conformance.oracles.compare import BIAS_MIN_ELEMENTS
 from vgf_conformance.oracles.delegates import TOSA_TIMEOUT, to_layout
+from vgf_conformance.oracles.tosa_log import parse_dump
 
 
 #: A tensor's header in the reference model's dump of intermediates.
-_DUMP_NAME = re.compile(r"^Name: (\S+) DType=(\w+) isValid=\d Rank=\d+ Shape=\[([\d, ]*)\]")
-_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 #: Ops that only move or relabel values (a layout change at a delegate's edge): never the culprit.
 _LAYOUT_OPS = frozenset({"TRANSPOSE", "RESHAPE"})
-_INTEGER_DTYPES = frozenset({"INT8", "INT16", "INT32", "INT48"})
 
 @dataclasses.dataclass(frozen=True)
 class Row:
@@ -120,26 +117,6 @@ class Localization:
 # ---------------------------------------------------------------------------
 # The TOSA side: each delegate's intermediates, and which PT2E node each came from
 # ---------------------------------------------------------------------------
-def parse_dump(text: str) -> dict[str, np.ndarray]:
-    """The integer tensors of a reference-model dump (``dump_intermediates``), by name."""
-    tensors: dict[str, np.ndarray] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        match = _DUMP_NAME.match(lines[i])
-        i += 1
-        if not match or match[2] not in _INTEGER_DTYPES:
-            continue
-        shape = [int(v) for v in match[3].replace(" ", "").split(",") if v]
-        count, values = int(np.prod(shape)) if shape else 1, []
-        while i < len(lines) and len(values) < count and not lines[i].startswith(("Node type", "Name:")):
-            values.extend(int(v) for v in _NUMBER.findall(lines[i]))
-            i += 1
-        if len(values) == count:
-            tensors[match[1]] = np.array(values, dtype=np.int64).reshape(shape)
-    return tensors
-
-
 def dump_intermediates(fb: bytes, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     """Run ``fb`` on the reference model (the suite's child process, its
     timeout and crash mapping), every intermediate dumped (to its stderr)."""

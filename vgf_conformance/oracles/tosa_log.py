@@ -1,13 +1,17 @@
-"""What the TOSA reference model prints when a check fails, parsed: each
+"""What the TOSA reference model prints, parsed: when a check fails, each
 failing ERROR_IF / REQUIRE / LEVEL_CHECK with the operator (its node id and
 type) and its tensors, and the warnings and errors it printed after
 (:func:`parse_refmodel_stderr`; :mod:`vgf_conformance.oracles.tosa_reference`
-reads the log of its child process with it)."""
+reads the log of its child process with it); with ``dump_intermediates``,
+every integer tensor it computed (:func:`parse_dump`, for
+:mod:`vgf_conformance.oracles.localize`)."""
 
 from __future__ import annotations
 
 import os
 import re
+
+import numpy as np
 
 _RE_FAIL = re.compile(r"^(\w*ERROR_IF|REQUIRE|ASSERT\w*|LEVEL_CHECK)\(\) fails AT (\S+):(\d+) (\w+)\(\):\s*(.*)$")
 _RE_NODE = re.compile(r"^Node type: (\w+) ID: (\d+)")
@@ -99,3 +103,28 @@ def parse_refmodel_stderr(text: str) -> tuple[list[dict], list[str]]:
     for e in errors:
         e.pop("_node_line", None)
     return errors, messages
+
+
+_DUMP_NAME = re.compile(r"^Name: (\S+) DType=(\w+) isValid=\d Rank=\d+ Shape=\[([\d, ]*)\]")
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+_INTEGER_DTYPES = frozenset({"INT8", "INT16", "INT32", "INT48"})
+
+
+def parse_dump(text: str) -> dict[str, np.ndarray]:
+    """The integer tensors of a reference-model dump (``dump_intermediates``), by name."""
+    tensors: dict[str, np.ndarray] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        match = _DUMP_NAME.match(lines[i])
+        i += 1
+        if not match or match[2] not in _INTEGER_DTYPES:
+            continue
+        shape = [int(v) for v in match[3].replace(" ", "").split(",") if v]
+        count, values = int(np.prod(shape)) if shape else 1, []
+        while i < len(lines) and len(values) < count and not lines[i].startswith(("Node type", "Name:")):
+            values.extend(int(v) for v in _NUMBER.findall(lines[i]))
+            i += 1
+        if len(values) == count:
+            tensors[match[1]] = np.array(values, dtype=np.int64).reshape(shape)
+    return tensors
