@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import compat
+from vgf_conformance.harness import compat, preflight
 from vgf_conformance.harness.diff import load_report
 from vgf_conformance.harness.report import build_report
 from vgf_conformance.report import main
@@ -82,20 +82,20 @@ def test_a_pip_conflict_is_said_in_its_lines():
 
 
 def test_a_binary_that_needs_a_newer_glibc_is_said_without_paths(monkeypatch):
-    monkeypatch.setattr(compat, "system_glibc", lambda: "2.36")
-    reason = compat.tool_failure_reason("model-converter", "ai-ml-sdk-model-converter", "0.10.0", GLIBC_OUTPUT)
+    monkeypatch.setattr(preflight, "system_glibc", lambda: "2.36")
+    reason = preflight.tool_failure_reason("model-converter", "ai-ml-sdk-model-converter", "0.10.0", GLIBC_OUTPUT)
     assert reason == ("model-converter (ai-ml-sdk-model-converter 0.10.0) cannot run here (requires glibc 2.38; "
                       "this system has glibc 2.36)")
-    monkeypatch.setattr(compat, "system_glibcxx", lambda: "3.4.30")
-    reason = compat.tool_failure_reason("the Vulkan layers", "ai-ml-emulation-layer-for-vulkan", "0.10.0",
-                                        "OSError: /lib/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
-                                        "(required by /root/.cache/e/libVkLayer_Graph.so)")
+    monkeypatch.setattr(preflight, "system_glibcxx", lambda: "3.4.30")
+    reason = preflight.tool_failure_reason("the Vulkan layers", "ai-ml-emulation-layer-for-vulkan", "0.10.0",
+                                           "OSError: /lib/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
+                                           "(required by /root/.cache/e/libVkLayer_Graph.so)")
     assert reason.endswith("(requires libstdc++ GLIBCXX_3.4.32; this system has libstdc++ up to GLIBCXX_3.4.30)")
-    both = compat.tool_failure_reason("model-converter", "ai-ml-sdk-model-converter", "0.10.0",
-                                      GLIBC_OUTPUT + "\nversion `GLIBCXX_3.4.32' not found (required by x)")
+    both = preflight.tool_failure_reason("model-converter", "ai-ml-sdk-model-converter", "0.10.0",
+                                         GLIBC_OUTPUT + "\nversion `GLIBCXX_3.4.32' not found (required by x)")
     assert both.endswith("(requires glibc 2.38 and libstdc++ GLIBCXX_3.4.32; this system has glibc 2.36 "
                          "and libstdc++ up to GLIBCXX_3.4.30)")
-    reason = compat.tool_failure_reason("vgf_dump", "ai-ml-sdk-vgf-library", "0.9", "boom at /root/.cache/a/b/vgf_dump")
+    reason = preflight.tool_failure_reason("vgf_dump", "ai-ml-sdk-vgf-library", "0.9", "boom at /root/.cache/a/b/vgf_dump")
     assert reason == "vgf_dump (ai-ml-sdk-vgf-library 0.9) cannot run here: boom at vgf_dump"
 
 
@@ -107,20 +107,20 @@ def _tool(directory: Path, name: str, script: str) -> None:
 
 def test_preflight_finds_a_tool_that_cannot_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # not the venv: its tools are real
-    monkeypatch.setattr(compat, "STACK_MODULES", ("json",))
-    monkeypatch.setattr(compat, "_vulkan_preflight", lambda versions: [])
+    monkeypatch.setattr(preflight, "STACK_MODULES", ("json",))
+    monkeypatch.setattr(preflight, "_vulkan_preflight", lambda versions: [])
     _tool(tmp_path, "vgf_dump", "echo 0.11.0")
     _tool(tmp_path, "model_converter", "echo 0.12.0")  # the only name ML SDK 0.12 ships
-    assert compat.preflight(tmp_path) == []
+    assert preflight.preflight(tmp_path) == []
     _tool(tmp_path, "model-converter", f"cat >&2 <<'EOF'\n{GLIBC_OUTPUT}\nEOF\nexit 1")
-    [reason] = compat.preflight(tmp_path)
+    [reason] = preflight.preflight(tmp_path)
     assert reason.startswith("model-converter (ai-ml-sdk-model-converter ") and "requires glibc 2.38" in reason
     (tmp_path / "vgf_dump").unlink()
     assert any(r.startswith("vgf_dump (ai-ml-sdk-vgf-library ") and r.endswith("is not on PATH")
-               for r in compat.preflight(tmp_path))
-    monkeypatch.setattr(compat, "STACK_MODULES", ("json", "no_such_module_here"))
+               for r in preflight.preflight(tmp_path))
+    monkeypatch.setattr(preflight, "STACK_MODULES", ("json", "no_such_module_here"))
     assert "`import no_such_module_here` fails: ModuleNotFoundError: No module named 'no_such_module_here'" \
-        in compat.preflight(tmp_path)
+        in preflight.preflight(tmp_path)
 
 
 def _case(sections=(), max_lsb=1.0, export="passed", vulkan="passed", warnings=()):
