@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.explore import faults, sampling, space
+from vgf_conformance.explore import entry, faults, sampling, space
 from vgf_conformance.explore.__main__ import main as explore_main
 from vgf_conformance.explore.__main__ import parse_budget
 from vgf_conformance.explore.explorer import Explorer, Options
@@ -117,26 +117,26 @@ def test_a_draw_builds_the_table_case_with_the_same_parameters():
     params = {"mode": "bilinear-ac0", "spec": "factor", "in_hw": [10, 11], "factors": [[1, 3], [1, 3]],
               "recompute": False, "channels": 4, "batch": 1, "io": "int8", "kind": "image",
               "workarounds_off": ["bilinear-scale-factor"]}
-    case = space.build_case(space.render("resize", params))
+    case = entry.build_case(entry.render("resize", params))
     table = CASES["resize-bilinear-ac0-in10x11-s1_3-upstream-int8io"]
     assert case.describe() == table.describe()
     assert table_twin(case).id == table.id and table_twin(case).expect is not None
     grid = {"channels": 4, "mode": "bilinear", "padding": "zeros", "ac": False, "grid": "random", "io": "default",
             "out": [6, 10], "batch": 1, "workarounds_off": []}
-    assert space.build_case(space.render("grid_sample", grid)).id == "grid-rgba-bilinear-zeros-ac0-random-int8io"
+    assert entry.build_case(entry.render("grid_sample", grid)).id == "grid-rgba-bilinear-zeros-ac0-random-int8io"
 
 
 def test_case_entries_build_the_case_with_its_expectation():
     params = {"mode": "bilinear-ac0", "spec": "size", "in_hw": [1, 1], "size": [1, 6], "channels": 1,
               "batch": 1, "io": "int8", "kind": "smooth", "workarounds_off": []}
-    code = space.render("resize", params)
-    outcome = {"family": "resize", "params": params, "code": code, "id": space.build_case(code).id,
+    code = entry.render("resize", params)
+    outcome = {"family": "resize", "params": params, "code": code, "id": entry.build_case(code).id,
                "signature": "numerics:vs_fake_quant:2-10LSB",
                "tests": [{"test": "test_numerics_vs_fake_quant", "result": "failed", "message": "..."}],
                "comparisons": [_row("vs_fake_quant", 3.0, ["max error 3.000 LSB > 1 LSB"])]}
     text, _ = expectation(outcome, seed=7)
     assert 'checks=("vs_fake_quant",)' in text
-    case = space.build_case(case_entry(outcome, seed=7).rstrip(","))
+    case = entry.build_case(case_entry(outcome, seed=7).rstrip(","))
     assert case.id == outcome["id"] and case.expect.checks == ("vs_fake_quant",)
     assert case.expect.stage == "run" and case.expect.lsb == (2.4, 3.75)  # the divergence pinned at its size
 
@@ -222,8 +222,8 @@ class RuleChild:
     def run(self, request, timeout):
         self.runs += 1
         params = request["params"]
-        code = space.render("resize", params)
-        outcome = {"status": "done", "code": code, "id": space.build_case(code).id, "seconds": 0.01,
+        code = entry.render("resize", params)
+        outcome = {"status": "done", "code": code, "id": entry.build_case(code).id, "seconds": 0.01,
                    "tests": [], "comparisons": []}
         width = space.output_hw(params)[1]
         if params["mode"].startswith("bilinear") and width > 5:
@@ -325,21 +325,21 @@ def test_a_draw_from_a_file_is_checked_never_evaluated(tmp_path):
     """A draw pasted from docs/explorer/*.md (any pull request can edit them):
     a parameter outside the strategy's domain is an error naming it, and no
     text reaches Python's eval."""
-    from vgf_conformance.explore import space
+    from vgf_conformance.explore import entry
 
     draw = {"mode": "bilinear-ac0", "spec": "factor", "in_hw": [8, 8], "factors": [[2, 1], [2, 1]],
             "recompute": False, "channels": 4, "batch": 1, "io": "int8", "kind": "smooth",
             "workarounds_off": []}
-    assert space.build_case(space.render("resize", draw)).id.startswith("resize-bilinear-ac0-in8x8-s2")
+    assert entry.build_case(entry.render("resize", draw)).id.startswith("resize-bilinear-ac0-in8x8-s2")
     marker = tmp_path / "written"
     payload = f'__import__("pathlib").Path("{marker}").write_text("x")'
     for name, value in (("channels", payload), ("in_hw", [8, payload]), ("batch", True), ("kind", "x")):
         with pytest.raises(ValueError, match=f"params.{name}: expected"):
-            space.render("resize", {**draw, name: value})
+            entry.render("resize", {**draw, name: value})
     with pytest.raises(ValueError, match="params.extra: not a parameter"):
-        space.render("resize", {**draw, "extra": 1})
+        entry.render("resize", {**draw, "extra": 1})
     with pytest.raises(ValueError, match="not part of a builder call"):
-        space.build_case(f"resize_case({payload})")
+        entry.build_case(f"resize_case({payload})")
     with pytest.raises(ValueError, match="not a builder call"):
-        space.build_case(payload)
+        entry.build_case(payload)
     assert not marker.exists()

@@ -18,7 +18,8 @@ Modules:
 | module | idea |
 |---|---|
 | ``__main__.py`` | the command line (``--budget``, ``--seed``, ``--family``, ``--vulkan``, ``--out``, ...) |
-| ``space.py`` | the strategies, and a draw's builder call (the case is built from that text) |
+| ``space.py`` | the strategies and the domain a draw is held to |
+| ``entry.py`` | a draw as its case-table entry (a builder call) and the case built from that text |
 | ``explorer.py`` | the two phases (drawing via ``fuzz_one_input``, shrinking per signature), budget, progress |
 | ``worker.py`` | the draw child: one process, a timeout per draw, killed and replaced on a hang or crash |
 | ``evaluate.py`` | one draw in the child: ``run_case`` and the suite's test functions |

@@ -25,7 +25,7 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from vgf_conformance.explore import faults, sampling, space
+from vgf_conformance.explore import entry, faults, sampling, space
 
 #: The delegates' TOSA reference runs get this share of the draw timeout, so
 #: that a reference model that hangs fails its draw at stage run (as in the
@@ -213,8 +213,8 @@ def evaluate(request: dict) -> dict:
     family, params = request["family"], request["params"]
     if request.get("draw_timeout"):
         delegates.TOSA_TIMEOUT = max(5.0, TOSA_TIMEOUT_SHARE * float(request["draw_timeout"]))
-    code = space.render(family, params)
-    case = space.build_case(code)
+    code = entry.render(family, params)
+    case = entry.build_case(code)
     twin = table_twin(case)
     if twin is not None and twin.expect is not None:
         case = dataclasses.replace(case, expect=twin.expect)

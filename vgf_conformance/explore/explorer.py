@@ -49,7 +49,7 @@ from typing import TextIO
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
-from vgf_conformance.explore import space
+from vgf_conformance.explore import entry, space
 from vgf_conformance.explore.signature import signature
 from vgf_conformance.explore.worker import ChildStartError, DrawChild
 
@@ -191,8 +191,8 @@ class Explorer:
         outcome.update(draw=number, phase=self.phase, family=family, params=params)
         if "id" not in outcome:  # no answer (hang, crash): name the case here
             try:
-                outcome["code"] = space.render(family, params)
-                outcome["id"] = space.build_case(outcome["code"]).id
+                outcome["code"] = entry.render(family, params)
+                outcome["id"] = entry.build_case(outcome["code"]).id
             except Exception as error:  # noqa: BLE001
                 outcome["id"] = f"(unbuildable: {type(error).__name__}: {error})"
         sig = signature(outcome)
