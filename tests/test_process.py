@@ -56,7 +56,6 @@ SERVED = """
 import os, sys, time
 from vgf_conformance import process
 answers = process.answer_channel()
-answers.write('{"ready": true}\\n')
 def handle(request):
     what = request["what"]
     print("log of", what, flush=True)
@@ -76,7 +75,7 @@ def _served(tmp_path):
     script.write_text(SERVED)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     child = process.ServedChild([sys.executable, str(script)], env=env)
-    assert child.wait_ready(60) == {"ready": True}
+    assert child.wait_ready(60)["ready"] is True
     return child
 
 

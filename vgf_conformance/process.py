@@ -263,8 +263,10 @@ def answer_channel() -> IO[str]:
 
 
 def serve(handle, answers: IO[str], *, announce=None) -> int:
-    """The child's loop: answer each JSON line of stdin with ``handle``'s dict
+    """The child's loop, once its imports are done: say it is ready, then
+    answer each JSON line of stdin with ``handle``'s dict
     (``announce(request)``: a line printed to the log before it is handled)."""
+    answers.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue

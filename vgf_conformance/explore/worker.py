@@ -135,7 +135,6 @@ def serve_evaluations(module: str, announce) -> int:
         logging.getLogger(name).setLevel(logging.ERROR)
     evaluator = importlib.import_module(module)
     evaluator.warm_up()
-    answers.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
 
     def handle(request: dict) -> dict:
         try:

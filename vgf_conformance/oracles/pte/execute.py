@@ -33,12 +33,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from vgf_conformance.oracles.pte.reader import SCALAR_TYPES
-from vgf_conformance.oracles.delegates import DELEGATES, PlanError
+from vgf_conformance.oracles.delegates import DELEGATES, DelegateReference, PlanError
 from vgf_export.names import DELEGATES_DIR
 
 @dataclasses.dataclass
@@ -90,7 +90,7 @@ class PlanInterpreter:
     """``forward`` of a deserialized program (``PTEFile`` of
     ``executorch.exir._serialize._program.deserialize_pte_binary``)."""
 
-    def __init__(self, pte_file, delegates: dict[str, Callable], context: dict) -> None:
+    def __init__(self, pte_file, delegates: dict[str, DelegateReference], context: dict) -> None:
         self.program = pte_file.program
         plans = [p for p in self.program.execution_plan if p.name == "forward"]
         if not plans:
@@ -190,8 +190,8 @@ class PlanInterpreter:
 
     def _delegate(self, position: int, call) -> None:
         delegate = self.plan.delegates[call.delegate_index]
-        run = self.delegates.get(delegate.id)
-        if run is None:
+        reference = self.delegates.get(delegate.id)
+        if reference is None:
             raise PlanError(f"instruction {position}: no reference for backend {delegate.id} "
                             f"(known: {sorted(self.delegates)})")
         if delegate.processed.location.name != "INLINE":
@@ -199,7 +199,7 @@ class PlanInterpreter:
                             f"not inline ({delegate.processed.location.name})")
         payload = bytes(self.program.backend_delegate_data[delegate.processed.index].data)
         what = f"instruction {position} (delegate {call.delegate_index}, {delegate.id})"
-        run(self, what, payload, [self.tensor(i, what) for i in call.args])
+        reference.execute(self, what, payload, [self.tensor(i, what) for i in call.args])
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Execute ``forward`` on logical ``inputs``; the outputs, logical."""
@@ -274,5 +274,4 @@ def execute_pte(pte_path: str | Path, inputs: Sequence[np.ndarray],
 
     context = {"vgf_to_tosa": vgf_to_tosa(artifacts_root) if artifacts_root else {},
                "tosa_runs": Path(artifacts_root) / RUNS_DIR if artifacts_root else None}
-    return PlanInterpreter(pte_file, {backend: ref.execute for backend, ref in DELEGATES.items()},
-                           context).run(inputs)
+    return PlanInterpreter(pte_file, DELEGATES, context).run(inputs)
