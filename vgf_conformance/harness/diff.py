@@ -174,7 +174,7 @@ def _short(text: str, size: int = 200) -> str:
     return text if len(text) <= size else text[:size] + "..."
 
 
-def _failure(case: dict) -> str | None:
+def failure(case: dict) -> str | None:
     if not case.get("error"):
         return None
     return f"{case.get('stage')}: {case['error'].strip().splitlines()[0][:160]}"
@@ -243,8 +243,8 @@ def diff_case(old: dict, new: dict, threshold: float = NUMERICS_EPSILON) -> Case
     old_tests, new_tests = old.get("tests") or {}, new.get("tests") or {}
     change.tests = {t: (old_tests.get(t, "not run"), new_tests.get(t, "not run"))
                     for t in sorted(set(old_tests) | set(new_tests)) if old_tests.get(t) != new_tests.get(t)}
-    if _failure(old) != _failure(new):
-        change.failure = (_failure(old), _failure(new))
+    if failure(old) != failure(new):
+        change.failure = (failure(old), failure(new))
     old_sections, new_sections = set(old.get("golden_changed") or []), set(new.get("golden_changed") or [])
     change.goldens_new = sorted(new_sections - old_sections)
     change.goldens_gone = sorted(old_sections - new_sections)
