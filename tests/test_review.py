@@ -9,7 +9,9 @@ import json
 import os
 import re
 import subprocess
+import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -262,16 +264,28 @@ def test_findings_are_structured_and_word_the_messages():
         [f.message() for f in verdict.findings if f.mode != "exact"]
 
 
-def test_review_runs_without_the_stack(two_revisions):
-    """A CI job runs the review with the wheel and no stack: torch,
-    ExecuTorch, numpy and syrupy cannot be imported, and it still works."""
+def test_review_runs_from_the_wheel_alone(two_revisions, tmp_path):
+    """The pull-request job installs the project's wheel without its
+    dependencies: built here, unpacked, and run by an interpreter that sees
+    no site-packages at all (no torch, ExecuTorch, numpy or syrupy)."""
     repo, _ = two_revisions
-    blocker = ("import sys\n"
-               "for name in ('torch', 'executorch', 'torchao', 'numpy', 'syrupy', 'tosa_serializer', 'yaml'):\n"
-               "    sys.modules[name] = None\n"
-               "from vgf_conformance.__main__ import main\n"
-               "raise SystemExit(main(sys.argv[1:]))\n")
-    done = subprocess.run([sys.executable, "-c", blocker, "review", "main~1", "main", "--repo", str(repo)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in ("vgf_conformance", "vgf_export"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    unpacked = tmp_path / "wheel"
+    zipfile.ZipFile(next((tmp_path / "dist").glob("vgf_conformance-*.whl"))).extractall(unpacked)
+    script = (f"import sys; sys.path.insert(0, {str(unpacked)!r})\n"
+              "from vgf_conformance.__main__ import main\n"
+              "raise SystemExit(main(sys.argv[1:]))\n")
+    done = subprocess.run([sys.executable, "-S", "-c", script, "review", "main~1", "main", "--repo", str(repo)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "goldens changed" in done.stdout
+    blocked = subprocess.run([sys.executable, "-S", "-c", "import numpy"], capture_output=True, timeout=60)
+    assert blocked.returncode != 0, "the interpreter still sees site-packages: the check proves nothing"

@@ -7,6 +7,7 @@ README says); and scripts/candidate.sh runs to the end on a long summary."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -102,7 +103,7 @@ def workflow_problems(workflow: dict) -> list[str]:
                 problems.append(f"job {name}, step {step.get('name', i)}: an expression in a script "
                                 "(pass it through env)")
             uses_venv = ".venv/bin/python" in script or "scripts/candidate.sh" in script
-            bare = re.search(r"(^|\s)python3?\s+-m\s", script)
+            bare = re.search(r"(^|\s)python3?\s+-m\s+(?!venv\s)", script)
             if bare:
                 problems.append(f"job {name}, step {step.get('name', i)}: a bare `python -m` (the container's "
                                 "python has none of the stack; use .venv/bin/python after scripts/setup.sh)")
@@ -110,12 +111,31 @@ def workflow_problems(workflow: dict) -> list[str]:
                 problems.append(f"job {name}, step {step.get('name', i)}: .venv/bin/python before scripts/setup.sh")
         if setup is not None and not any("actions/cache@" in s.get("uses", "") for s in steps[:setup]):
             problems.append(f"job {name}: installs the stack without the pip cache keyed on the lock")
+        writes = {k for k, v in (job.get("permissions") or {}).items() if v == "write"}
+        if "pull-requests" in writes and any("actions/checkout@" in s.get("uses", "") for s in steps):
+            problems.append(f"job {name}: checks out code with pull-requests: write (a fork's code would run "
+                            "with a write token: comment from a workflow_run job that only downloads)")
+        for step in steps:
+            action = step.get("uses", "")
+            if action and not action.startswith(("actions/", "./")) and not re.search(r"@[0-9a-f]{40}$", action):
+                problems.append(f"job {name}: third-party action {action} is not pinned by a commit SHA")
     return problems
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
 def test_the_workflow_follows_the_projects_rules(workflow):
     assert workflow_problems(yaml.safe_load(workflow.read_text())) == []
+
+
+def test_the_rules_catch_a_comment_job_that_runs_pull_request_code():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "golden-review-comment.yml").read_text())
+    assert workflow_problems(workflow) == []
+    job = workflow["jobs"]["comment"]
+    job["steps"].insert(0, {"uses": "actions/checkout@v6"})
+    job["steps"][-1]["uses"] = job["steps"][-1]["uses"].split("@")[0] + "@v3"
+    problems = "\n".join(workflow_problems(workflow))
+    assert "checks out code with pull-requests: write" in problems
+    assert "marocchino/sticky-pull-request-comment@v3 is not pinned by a commit SHA" in problems
 
 
 def test_the_rules_catch_the_workflows_old_faults():
@@ -153,3 +173,52 @@ def test_candidate_runs_to_the_end_on_a_long_summary(tmp_path):
     assert len(lines) > 80 and not any(line.startswith("## Not passing") for line in lines[:80])
     assert "candidate: full report in" in done.stdout
     assert "# VGF conformance report" in done.stdout
+
+
+# ---------------------------------------------------------------------------
+# The golden-review job's script, run here on a repository with two revisions
+# ---------------------------------------------------------------------------
+def _step_script(workflow: str, job: str, name: str) -> tuple[str, dict]:
+    steps = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text())["jobs"][job]["steps"]
+    step = next(s for s in steps if s.get("name") == name)
+    return step["run"], step.get("env", {})
+
+
+def test_the_golden_review_job_reviews_base_against_head(tmp_path):
+    """The job's own script (with the stack's interpreter standing in for
+    the wheel's venv): the review of the pull request's base against its
+    head lands in the summary and the artifact, with the PR's number."""
+    repo = tmp_path / "repo"
+    (repo / "golden" / "cases").mkdir(parents=True)
+    golden = next(p for p in sorted((ROOT / "golden" / "cases").glob("*.json"))
+                  if "rounding_mode=SINGLE_ROUND" in p.read_text())
+    env = {**os.environ, "HOME": str(tmp_path), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q")
+    (repo / "golden" / "cases" / golden.name).write_text(golden.read_text())
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    base = git("rev-parse", "HEAD")
+    (repo / "golden" / "cases" / golden.name).write_text(
+        golden.read_text().replace("rounding_mode=SINGLE_ROUND", "rounding_mode=DOUBLE_ROUND"))
+    git("commit", "-q", "-am", "head")
+    head = git("rev-parse", "HEAD")
+    (repo / ".review" / "bin").mkdir(parents=True)
+    (repo / ".review" / "bin" / "python").symlink_to(sys.executable)
+    script, step_env = _step_script("golden-review.yml", "review", "Review the base against the head")
+    assert set(step_env) == {"BASE_SHA", "HEAD_SHA", "PR_NUMBER"}
+    summary = tmp_path / "summary.md"
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={**env, "BASE_SHA": base, "HEAD_SHA": head, "PR_NUMBER": "42",
+                               "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(repo),
+                               "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (repo / "golden-review" / "review.md").read_text()
+    assert "RESCALE rounding_mode: SINGLE_ROUND -> DOUBLE_ROUND" in text and summary.read_text() == text
+    assert (repo / "golden-review" / "pr-number").read_text().strip() == "42"
+    assert json.loads((repo / "golden-review" / "review.json").read_text())["changed"] == 1
