@@ -77,6 +77,7 @@ if [ "$status" -gt 1 ] || [ ! -f "$OUT/report.json" ]; then
   exit "$((status > 1 ? status : 1))"
 fi
 "$ENV/bin/python" -m vgf_conformance candidate stamp "$OUT" --name "$NAME" "${PIN_ARGS[@]}" --scope "$@"
+"$ENV/bin/python" -m pip freeze --exclude-editable --disable-pip-version-check > "$OUT/freeze.txt"  # what ran
 # The summary: report.md up to its "Not passing" section, at most 80 lines.
 # One awk that stops reading itself: a `sed | head` pipe would end in SIGPIPE
 # (exit 141 under pipefail) whenever the summary is longer.

@@ -25,7 +25,7 @@ LAYERS = (
     ("harness", ("vgf_conformance.harness",)),
     ("checks", ("vgf_conformance.checks",)),
     ("tools", ("vgf_conformance.explore", "vgf_conformance.native", "vgf_conformance.selftest",
-               "vgf_conformance.report", "vgf_conformance.review")),
+               "vgf_conformance.report", "vgf_conformance.review", "vgf_conformance.upgrade")),
     ("entry points", ("vgf_conformance.__main__", "vgf_conformance.test_cases", "vgf_conformance.test_workarounds")),
 )
 

@@ -112,7 +112,10 @@ def workflow_problems(workflow: dict) -> list[str]:
         if setup is not None and not any("actions/cache@" in s.get("uses", "") for s in steps[:setup]):
             problems.append(f"job {name}: installs the stack without the pip cache keyed on the lock")
         writes = {k for k, v in (job.get("permissions") or {}).items() if v == "write"}
-        if "pull-requests" in writes and any("actions/checkout@" in s.get("uses", "") for s in steps):
+        triggers = workflow.get("on", workflow.get(True)) or {}  # YAML 1.1 reads a bare `on` as True
+        from_pull_requests = {"pull_request", "pull_request_target", "workflow_run"} & set(triggers)
+        if from_pull_requests and "pull-requests" in writes and any("actions/checkout@" in s.get("uses", "")
+                                                                    for s in steps):
             problems.append(f"job {name}: checks out code with pull-requests: write (a fork's code would run "
                             "with a write token: comment from a workflow_run job that only downloads)")
         for step in steps:

@@ -4,6 +4,7 @@ Verbs (``python -m vgf_conformance VERB --help`` for each):
 
   cases         list the cases: id, family, quick tier, expected failure (the default verb)
   review        what changed in the goldens between two revisions, grouped (a PR comment)
+  upgrade       a candidate's goldens, lock and findings as a pull request (collect, commit, pr)
   report        diff two reports, the compatibility matrix, merge shard reports
   explore       search resize and grid_sample parameters for new divergences
   draw          rerun one explorer draw in this process
@@ -34,6 +35,7 @@ import sys
 #: verb -> the module whose ``main(argv)`` runs it.
 VERBS = {
     "review": "vgf_conformance.review",
+    "upgrade": "vgf_conformance.upgrade",
     "report": "vgf_conformance.report",
     "explore": "vgf_conformance.explore.__main__",
     "draw": "vgf_conformance.explore.draw",
