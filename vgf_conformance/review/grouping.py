@@ -44,19 +44,25 @@ _INDEX = re.compile(r"\[\d+\]")
 _HASH = re.compile(r"\b[0-9a-f]{8,64}\b")
 _SHAPE = re.compile(r"\b\d+(?:x\d+)+\b")
 _NUMBER = re.compile(r"(?<![A-Za-z_0-9.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_REPEATED = re.compile(r"#(?:,#)+")
 
 
 def abstract(value) -> str:
-    """A value with its numbers, hashes and shapes abstracted; categorical
-    text (op names, dtypes, modes, booleans) kept."""
+    """A value with its numbers, hashes and shapes abstracted, a list by its
+    distinct items (its length is a number too); categorical text (op
+    names, dtypes, modes, booleans) kept."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)):
         return "#"
     if value == ABSENT:
         return ABSENT
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return _NUMBER.sub("#", _SHAPE.sub("<shape>", _HASH.sub("<hash>", text)))
+    if isinstance(value, list):  # its length is a number too: the distinct items, sorted
+        return "[" + ", ".join(sorted({abstract(item) for item in value})) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {abstract(item)}" for key, item in sorted(value.items())) + "}"
+    text = _NUMBER.sub("#", _SHAPE.sub("<shape>", _HASH.sub("<hash>", value)))
+    return _REPEATED.sub("#,...", text)
 
 
 def abstract_path(path: str) -> str:
