@@ -8,6 +8,7 @@
 | ``vgf_reader.py`` | a VGF file as a summary, from ``vgf_dump`` (``summarize_vgf``) |
 | ``compliance.py`` | how a stored golden is compared with a new one: a mode per field, its findings |
 | ``bands.py`` | the measured bands of the tolerant fields |
+| ``op_lines.py`` | a TOSA op line taken apart: calibrated operands, float attributes, changed fields |
 | ``statistics.py`` | the error-statistics check: each statistic against the golden's, within its band |
 | ``features.py`` | the lowering features a golden exercises (the quick tier's coverage) |
 | ``stale.py`` | which files are goldens, which are stale |

@@ -35,19 +35,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import re
+import math
 from typing import Any
 
 from vgf_conformance.goldens.bands import BANDS, STAT_BANDS, Band  # noqa: F401 - re-exported
-
-
-#: An attribute of a TOSA op line (``name=value``, no spaces in a value).
-_TOKEN = re.compile(r"\b([a-z_0-9]+)=(\[[^\]]*\]|[^\s)]+)")
-#: Integer operands computed from calibrated scales (a RESCALE's, a convolution's).
-_CALIBRATED_INTS = ("multiplier", "shift", "bias")
-#: A value with a float literal: a float constant operand of an FP32 graph (a
-#: quantize's or dequantize's scale, as MUL operands), compared relatively.
-_FLOAT = re.compile(r"\d\.\d|\de[-+]?\d|\b(inf|nan)\b")
+from vgf_conformance.goldens.op_lines import (  # noqa: F401 - re-exported
+    CALIBRATED_INTS, NO_ATTRIBUTE, op_changes, split_op_line)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +53,6 @@ class Drift:
 EXACT = "exact"
 #: How a field absent on one side is shown.
 ABSENT = "<absent>"
-#: How an attribute absent from one of two op lines is shown.
-NO_ATTRIBUTE = "(none)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,11 +114,12 @@ class Verdict:
 
     def drift(self, band: str, value: float, path: str, section: str, stored, new, op: str = "",
               field: str = "") -> None:
-        """Record a tolerant field's drift; out of band when past its limit."""
+        """Record a tolerant field's drift; out of band unless within its
+        limit (a NaN drift is within no limit)."""
         where = Finding(section, path, stored, new, op=op, field=field).where
-        if value > self.drifts.get(band, Drift(-1.0, "")).value:
+        if not value <= self.drifts.get(band, Drift(-1.0, "")).value:
             self.drifts[band] = Drift(value, where)
-        if value > BANDS[band].limit:
+        if not value <= BANDS[band].limit:
             self.changed.add(section)
             self.findings.append(Finding(section, path, stored, new, band, op, field, value))
 
@@ -187,7 +179,7 @@ def _walk(before, after, where: str, section: str, verdict: Verdict, key: str = 
             verdict.drift("quant_scale", _relative(before, after), where, section, before, after)
             return
         if section == "numerics" and key in STAT_BANDS:
-            verdict.drift(STAT_BANDS[key], abs(after - before), where, section, before, after)
+            verdict.drift(STAT_BANDS[key], _absolute(before, after), where, section, before, after)
             return
     verdict.exact(where, section, before, after)
 
@@ -219,60 +211,6 @@ def _compare_list(before: list, after: list, where: str, verdict: Verdict, secti
 # ---------------------------------------------------------------------------
 # TOSA: op lines with tolerant operands
 # ---------------------------------------------------------------------------
-def _values(text: str, kind=int) -> list:
-    """``[1,2]``, ``38x16`` (sixteen times 38) or ``5`` as numbers of ``kind``."""
-    if text.startswith("["):
-        return [kind(v) for v in text[1:-1].split(",") if v.strip()]
-    if "x" in text:
-        value, count = text.rsplit("x", 1)
-        return [kind(value)] * int(count)
-    return [kind(text)]
-
-
-def split_op_line(line: str) -> tuple[str, dict[str, list]]:
-    """An op line with its tolerant operands masked, and their values: the
-    calibrated integers (``multiplier``, ``shift``, ``bias``) and every
-    float-valued attribute."""
-    values: dict[str, list] = {}
-
-    def mask(match: re.Match) -> str:
-        name, text = match.group(1), match.group(2)
-        try:
-            if name in _CALIBRATED_INTS:
-                values[name] = _values(text)
-            elif _FLOAT.search(text):
-                values[name] = _values(text, float)
-            else:
-                return match.group(0)
-        except ValueError:
-            return match.group(0)
-        return f"{name}=<{name}>"
-
-    return _TOKEN.sub(mask, line), values
-
-
-_OP_LINE = re.compile(r"^op\[\d+\] (?P<op>[A-Z0-9_]+)\((?P<attrs>.*?)\) ?(?P<operands>.*?) -> "
-                      r"(?P<results>\S*) <- ?(?P<sources>.*)$")
-
-
-def op_changes(before: str, after: str, tolerant=frozenset()) -> dict[str, tuple[str, str]]:
-    """What differs between two op lines, field by field: the op, each
-    attribute (but the ``tolerant`` ones, compared in their band), the
-    operands, results and sources; empty when either is not an op line."""
-    parts = []
-    for line in (before, after):
-        match = _OP_LINE.match(line)
-        if not match:
-            return {}
-        fields = {"op": match["op"], "operands": match["operands"], "results": match["results"],
-                  "sources": match["sources"]}
-        fields.update((f"{name}", value) for name, value in _TOKEN.findall(match["attrs"]))
-        parts.append(fields)
-    b, a = parts
-    return {name: (b.get(name, NO_ATTRIBUTE), a.get(name, NO_ATTRIBUTE)) for name in dict.fromkeys([*b, *a])
-            if name not in tolerant and b.get(name) != a.get(name)}
-
-
 def _effective(multipliers: list[int], shifts: list[int]) -> list[float]:
     if len(shifts) == 1 and len(multipliers) > 1:
         shifts = shifts * len(multipliers)
@@ -320,7 +258,7 @@ def _compare_op(before: str, after: str, where: str, verdict: Verdict) -> None:
                           "multiplier*2^-shift")
     elif values_b.get("shift") != values_a.get("shift"):  # a shift without a multiplier (MUL): exact
         verdict.exact(where, "tosa", values_b.get("shift"), values_a.get("shift"), field="shift")
-    for name in sorted(set(values_b) - set(_CALIBRATED_INTS)):
+    for name in sorted(set(values_b) - set(CALIBRATED_INTS)):
         b, a = values_b[name], values_a[name]
         if len(b) != len(a):
             verdict.exact(where, "tosa", b, a, field=f"{name} (length)")
@@ -332,7 +270,7 @@ def _compare_op(before: str, after: str, where: str, verdict: Verdict) -> None:
         if len(b) != len(a):
             verdict.exact(where, "tosa", b, a, field="bias (channels)")
         else:
-            worst = max((abs(x - y) for x, y in zip(b, a)), default=0)
+            worst = max((_absolute(x, y) for x, y in zip(b, a)), default=0)
             verdict.drift("bias_code", float(worst), where, "tosa", b, a, op, "bias")
 
 
@@ -376,11 +314,29 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _same(before: float, after: float) -> bool:
+    """Equal, NaN included: a NaN is equal to a NaN and to nothing else."""
+    return before == after or (math.isnan(before) and math.isnan(after))
+
+
 def _relative(before: float, after: float) -> float:
-    if before == after:
+    """The relative drift; infinite when a side is NaN or infinite and the
+    other is not the same (no band holds it)."""
+    if _same(before, after):
         return 0.0
+    if not (math.isfinite(before) and math.isfinite(after)):
+        return math.inf
     scale = max(abs(before), abs(after))
     return abs(after - before) / scale if scale else 0.0
+
+
+def _absolute(before: float, after: float) -> float:
+    """The absolute drift, infinite as :func:`_relative` is."""
+    if _same(before, after):
+        return 0.0
+    if not (math.isfinite(before) and math.isfinite(after)):
+        return math.inf
+    return abs(after - before)
 
 
 def describe(case_id: str, verdict: Verdict, sections: list[str] | None = None) -> str:

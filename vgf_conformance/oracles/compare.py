@@ -70,14 +70,14 @@ class Comparison:
                 "mean_lsb": round(self.mean_lsb, 2),
                 "p99_lsb": round(self.p99_lsb, 1),
                 "bias_lsb": round(self.bias_lsb, 2),
-                "snr_db": round(self.snr_db * 2) / 2 if math.isfinite(self.snr_db) else "inf",
+                "snr_db": round(self.snr_db * 2) / 2 if math.isfinite(self.snr_db) else _nonfinite(self.snr_db),
             }
         return {
             "max_lsb": round(self.max_lsb, 2),
             "mean_lsb": round(self.mean_lsb, 3),
             "p99_lsb": round(self.p99_lsb, 2),
             "bias_lsb": round(self.bias_lsb, 3),
-            "snr_db": round(self.snr_db, 1) if math.isfinite(self.snr_db) else "inf",
+            "snr_db": round(self.snr_db, 1) if math.isfinite(self.snr_db) else _nonfinite(self.snr_db),
         }
 
     def describe(self) -> str:
@@ -89,21 +89,45 @@ class Comparison:
         )
 
 
+def signed_lsb(expected: np.ndarray, got: np.ndarray, unit: float) -> np.ndarray:
+    """``got - expected`` in steps of ``unit``, element by element, with NaN
+    and infinity as values like any other: equal only to themselves (NaN to
+    NaN, +inf to +inf: no error), and infinitely wrong against anything else
+    (a NaN on one side is +inf), so no bound can hold them."""
+    e, g = np.asarray(expected, dtype=np.float64), np.asarray(got, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        signed = (g - e) / unit
+    same = (g == e) | (np.isnan(g) & np.isnan(e))
+    return np.where(same, 0.0, np.where(np.isnan(signed), np.inf, signed))
+
+
+def _nonfinite(value: float) -> str:
+    """How a golden records a statistic that is not a finite number: "inf"
+    (a bit-exact output's SNR), "-inf" or "nan", each itself."""
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
 def compare(expected: torch.Tensor, got: torch.Tensor, unit: float) -> Comparison:
-    """Compare two float tensors of the same logical shape."""
+    """Compare two float tensors of the same logical shape (NaN and infinity
+    as :func:`signed_lsb` counts them: a NaN output is infinitely wrong)."""
     import torch
 
     if tuple(expected.shape) != tuple(got.shape):
         raise ValueError(f"shape mismatch: expected {tuple(expected.shape)}, got {tuple(got.shape)}")
     e = expected.detach().to(torch.float64)
     g = got.detach().to(torch.float64)
-    signed = (g - e) / unit
+    signed = torch.from_numpy(signed_lsb(e.numpy(), g.numpy(), unit))
     error = signed.abs()
-    flat = int(torch.argmax(error))
+    flat = int(torch.argmax(error)) if error.numel() else 0
     index = tuple(int(i) for i in np.unravel_index(flat, tuple(e.shape)))
-    noise = float(((g - e) ** 2).sum())
-    signal = float((e**2).sum())
-    snr = math.inf if noise == 0 else (10 * math.log10(signal / noise) if signal > 0 else -math.inf)
+    noise = float(((signed * unit) ** 2).sum())
+    signal = float(torch.nan_to_num(e, nan=0.0, posinf=0.0, neginf=0.0).pow(2).sum())
+    if noise == 0:
+        snr = math.inf
+    elif signal > 0 and math.isfinite(noise):
+        snr = 10 * math.log10(signal / noise)
+    else:  # no signal, or an infinite error
+        snr = -math.inf
     return Comparison(
         max_lsb=float(error.max()) if error.numel() else 0.0,
         mean_lsb=float(error.mean()) if error.numel() else 0.0,
@@ -176,24 +200,25 @@ class Bound:
         return self.max_lsb == 0 and not self.outliers
 
     def problems(self, comparison) -> list[str]:
+        """Each limit this comparison breaks; a NaN statistic is within none."""
         problems = []
         over = comparison.fraction_over(self.max_lsb + EPSILON)
         if over > self.outliers:
             problems.append(
                 f"max error {comparison.max_lsb:.3f} LSB > {self.max_lsb:g} LSB"
                 + (f" on {over:.1%} of elements (allowed {self.outliers:.1%})" if self.outliers else ""))
-        if self.outliers and comparison.max_lsb > self.outlier_max_lsb + EPSILON:
+        if self.outliers and not comparison.max_lsb <= self.outlier_max_lsb + EPSILON:
             problems.append(f"max error {comparison.max_lsb:.3f} LSB > the outlier cap "
                             f"{self.outlier_max_lsb:g} LSB")
         elements = comparison.errors.numel() if comparison.errors is not None else None
         if self.bias_lsb is not None and (elements is None or elements >= BIAS_MIN_ELEMENTS):
-            if abs(comparison.bias_lsb) > self.bias_lsb + EPSILON:
+            if not abs(comparison.bias_lsb) <= self.bias_lsb + EPSILON:
                 problems.append(f"bias {comparison.bias_lsb:+.3f} LSB beyond +-{self.bias_lsb:g} LSB")
-        if self.p99_lsb is not None and comparison.p99_lsb > self.p99_lsb + EPSILON:
+        if self.p99_lsb is not None and not comparison.p99_lsb <= self.p99_lsb + EPSILON:
             problems.append(f"99th-percentile error {comparison.p99_lsb:.3f} LSB > {self.p99_lsb:g} LSB "
                             f"({comparison.fraction_over(self.p99_lsb + EPSILON):.1%} of elements beyond it, "
                             "allowed 1 %)")
-        if self.min_snr_db is not None and comparison.snr_db < self.min_snr_db:
+        if self.min_snr_db is not None and not comparison.snr_db >= self.min_snr_db:
             problems.append(f"SNR {comparison.snr_db:.2f} dB < {self.min_snr_db:g} dB")
         return problems
 

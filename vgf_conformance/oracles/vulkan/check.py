@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vgf_conformance.oracles.compare import FLOAT_UNIT
+from vgf_conformance.oracles.compare import FLOAT_UNIT, signed_lsb
 from vgf_conformance.oracles.vulkan.runner import VulkanRunError, rerun_command, run_scenario
 from vgf_conformance.oracles.vulkan.scenario import ScenarioBuilder, build_scenario
 from vgf_export.names import GRID_SAMPLER_BACKEND
@@ -44,7 +44,7 @@ class TensorDiff:
             return (f"{self.uid} ({self.dtype}): {self.mismatches} of {self.size} elements differ "
                     f"from the TOSA-reference path (max {self.max_diff:g} steps; integer tensors "
                     f"must be bit-exact) at {self.worst}")
-        if not self.integer and self.max_diff > float_bound:
+        if not self.integer and not self.max_diff <= float_bound:  # NaN is within no bound
             return (f"{self.uid} ({self.dtype}): max {self.max_diff:g} LSB of 1/127 > {float_bound:g} "
                     f"({self.mismatches} of {self.size} elements differ) at {self.worst}")
         return None
@@ -145,13 +145,20 @@ def check_case(builder: ScenarioBuilder, seconds: float, batch: int = 1) -> Vulk
         if a.shape != b.shape:
             raise VulkanRunError(f"{uid}: Vulkan wrote {a.shape}, expected {b.shape}\n"
                                  f"rerun: {rerun_command(scenario)}")
-        if np.issubdtype(b.dtype, np.integer):
-            diff = np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
-        else:
-            diff = np.abs(a.astype(np.float64) - b.astype(np.float64)) / FLOAT_UNIT
-        index = np.unravel_index(int(diff.argmax()), diff.shape) if diff.size else ()
-        worst = (f"{uid}[{', '.join(map(str, index))}] (layout {builder.layouts[uid]}): "
-                 f"vulkan {a[index]}, TOSA path {b[index]}") if diff.size else "empty"
-        tensors.append(TensorDiff(uid, str(b.dtype), float(diff.max()) if diff.size else 0.0,
-                                  int(np.count_nonzero(diff)), int(diff.size), worst))
+        tensors.append(tensor_diff(uid, a, b, builder.layouts[uid]))
     return VulkanCheck(scenario, seconds, tensors, got, batch, getattr(builder, "nearest_ties", {}))
+
+
+def tensor_diff(uid: str, got: np.ndarray, expected: np.ndarray, layout: str) -> TensorDiff:
+    """One tensor Vulkan wrote against the TOSA-reference path: integer
+    steps, or FLOAT_UNIT for a float tensor, NaN and infinity counted as
+    :func:`~vgf_conformance.oracles.compare.signed_lsb` counts them."""
+    if np.issubdtype(expected.dtype, np.integer):
+        diff = np.abs(got.astype(np.int64) - expected.astype(np.int64)).astype(np.float64)
+    else:
+        diff = np.abs(signed_lsb(expected, got, FLOAT_UNIT))
+    index = np.unravel_index(int(diff.argmax()), diff.shape) if diff.size else ()
+    worst = (f"{uid}[{', '.join(map(str, index))}] (layout {layout}): "
+             f"vulkan {got[index]}, TOSA path {expected[index]}") if diff.size else "empty"
+    return TensorDiff(uid, str(expected.dtype), float(diff.max()) if diff.size else 0.0,
+                      int(np.count_nonzero(diff)), int(diff.size), worst)
