@@ -117,8 +117,8 @@ def collect(name: str, shards: list[Path], repo: Path, out: Path, table: set[str
     removed = [path.stem for path in stale]
     freeze = next((s / SHARD_FREEZE for s in shards if (s / SHARD_FREEZE).is_file()), None)
     if freeze is not None:
-        lines = sorted((line.strip().replace("+cpu", "") for line in freeze.read_text().splitlines()
-                        if "==" in line and not line.startswith(("-e", "#"))), key=str.lower)
+        lines = [line.strip().replace("+cpu", "") for line in freeze.read_text().splitlines()
+                 if "==" in line and not line.startswith(("-e", "#"))]  # pip freeze's own order
         (repo / LOCK_FILE).write_text(LOCK_HEADER + "\n".join(lines) + "\n")
     return {"written": written, "removed": removed, "cases": len(owner), "lock": freeze is not None}
 
@@ -127,7 +127,8 @@ def collect(name: str, shards: list[Path], repo: Path, out: Path, table: set[str
 def findings(report: dict | None, baseline: dict | None = None) -> str:
     """The candidate's findings for the pull request's body: its pins and
     versions, the workarounds it no longer needs, its warnings (new ones
-    against ``baseline`` when given), the cases not passing."""
+    against ``baseline`` when given), the expected failures that now pass
+    (the cases that fail are the review's, from the same report)."""
     if report is None:
         return ""
     record = report.get("candidate") or {}
@@ -145,11 +146,10 @@ def findings(report: dict | None, baseline: dict | None = None) -> str:
     else:
         title = "Warnings (no baseline report to tell the new ones)"
     lines += ["", f"**{title}**: {len(warnings)}"] + [f"- {w[:300]}" for w in warnings[:20]]
-    not_passing = [c for c in report["cases"] if c.get("outcome") in ("failed", "error", "xpassed")]
-    lines += ["", f"**Cases not passing**: {len(not_passing)} (their goldens were not rewritten)"]
-    lines += [f"- `{c['id']}`: {c.get('outcome')} at {c.get('stage')}: "
-              f"{(c.get('error') or '').strip().splitlines()[0][:200] if c.get('error') else ''}"
-              for c in not_passing[:30]]
+    xpassed = [c["id"] for c in report["cases"] if c.get("outcome") == "xpassed"]
+    if xpassed:
+        lines += ["", f"**Expected failures that now pass** (their expectation can go): {len(xpassed)}"]
+        lines += [f"- `{case}`" for case in xpassed[:30]]
     text = "\n".join(lines) + "\n"
     return text if len(text) <= FINDINGS_BUDGET else text[: FINDINGS_BUDGET - 60] + "\n\n_(findings cut)_\n"
 
@@ -158,6 +158,7 @@ def commit(name: str, repo: Path, base: str, report_dir: Path | None, baseline: 
     """The branch ``upgrade/NAME`` at HEAD with one commit of the goldens and
     the lock; returns (commit id, pull-request body)."""
     branch = BRANCH_PREFIX + name
+    base = _git(repo, "rev-parse", "--verify", f"{base}^{{commit}}")  # before HEAD moves
     _git(repo, "checkout", "-q", "-B", branch)
     _git(repo, "add", "-A", "--", GOLDEN_SUBDIR, LOCK_FILE)
     if not _git(repo, "status", "--porcelain", "--", GOLDEN_SUBDIR, LOCK_FILE):

@@ -67,15 +67,27 @@ def review(base: str, head: str | None = None, repo: Path | None = None,
 def failed_cases(report: Path) -> list[dict]:
     """The cases that failed or errored in a run (``--vgf-report``): their
     goldens were not rewritten, so the goldens alone do not show them."""
-    from vgf_conformance.harness.diff import ReportError, failure, load_report
+    from vgf_conformance.harness.diff import ReportError, load_report
 
     try:
         data = load_report(report, "--report")
     except ReportError as error:
         raise ReviewError(str(error)) from None
     return [{"id": c["id"], "family": c.get("family", "?"), "outcome": c.get("outcome"),
-             "failure": failure(c) or c.get("outcome", "failed")}
+             "failure": case_failure(c)}
             for c in data["cases"] if c.get("outcome") in ("failed", "error")]
+
+
+def case_failure(case: dict) -> str:
+    """How a case of a report failed: its stage and error, or the tests that
+    failed (a numerics or golden check fails after every stage passed)."""
+    from vgf_conformance.harness.diff import failure as stage_error
+
+    tests = [name for name, outcome in sorted((case.get("tests") or {}).items()) if outcome in ("failed", "error")]
+    found = stage_error(case)
+    if found:
+        return found
+    return f"{case.get('outcome', 'failed')}: {', '.join(tests)}" if tests else case.get("outcome", "failed")
 
 
 def main(argv: list[str] | None = None) -> int:

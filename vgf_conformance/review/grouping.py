@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections import Counter
 
@@ -72,12 +73,23 @@ def abstract_path(path: str) -> str:
 def _numerics_direction(finding: Finding) -> str | None:
     """"worse" or "better" for a numerics statistic that moved, else None."""
     key = finding.path.rsplit(".", 1)[-1]
-    before, after = finding.stored, finding.new
-    if key not in STAT_BANDS or not all(isinstance(v, (int, float)) for v in (before, after)):
+    before, after = _statistic(finding.stored), _statistic(finding.new)
+    if key not in STAT_BANDS or before is None or after is None:
         return None
+    if math.isnan(after) or (math.isnan(before) and not math.isnan(after)):
+        return "worse" if math.isnan(after) else "better"
     if key in HIGHER_IS_BETTER:
         return "better" if after > before else "worse"
     return "better" if abs(after) < abs(before) else "worse"
+
+
+def _statistic(value) -> float | None:
+    """A recorded statistic as a number: "inf", "-inf" and "nan" included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return float(value) if value in ("inf", "-inf", "nan") else None
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -104,6 +116,16 @@ class Element:
                 stored, new = "#", direction
         return cls(finding.section, abstract_path(finding.path), finding.op, abstract(finding.field),
                    stored, new, finding.mode)
+
+    @classmethod
+    def statistics(cls, direction: str) -> Element:
+        """The statistics of a case's numerics that moved, as one element."""
+        return cls("numerics", "numerics statistics", "", "", "#", direction, "band")
+
+    @property
+    def is_statistic(self) -> bool:
+        """A numerics statistic out of its band (which way it moved in ``new``)."""
+        return self.section == "numerics" and self.new in ("worse", "better")
 
     @property
     def is_schema(self) -> bool:
@@ -134,7 +156,7 @@ class Element:
         if self.field == "(length)":
             return f"{where} length changed ({_clip(self.new, 90)})"
         name = f"{where} {self.field}".strip()
-        if len(self.stored) + len(self.new) <= 60 and (self.stored, self.new) != ("#", "#"):
+        if len(self.stored) + len(self.new) <= 60 and self.stored != self.new:
             return f"{name}: {self.stored} -> {self.new}"
         return f"{name} changed"
 
@@ -155,11 +177,28 @@ class CaseChange:
     #: Set for "unreadable": why the golden could not be parsed.
     problem: str = ""
 
+    def ordered_findings(self) -> list[Finding]:
+        """The findings, most severe first (in the comparison's order within a severity)."""
+        order = list(SEVERITIES)
+        return sorted(self.findings, key=lambda f: order.index(Element.of(f).severity()))
+
+    @property
+    def numerics(self) -> str | None:
+        """"worse" when any statistic of the case moved the wrong way out of
+        its band, "better" when all that moved improved, None when none did."""
+        moved = {e.new for e in self.elements if e.is_statistic}
+        return "worse" if "worse" in moved else ("better" if moved else None)
+
     @property
     def signature(self) -> tuple:
+        """What the case's change is. The statistics that moved are a
+        consequence of the others (one rounding change moves different
+        statistics in every case), so they enter only a change that has
+        nothing else, as one direction; a group words how many moved which way."""
         if self.kind != "changed":
             return (self.kind,)
-        return tuple(sorted(self.elements))
+        cause = sorted(e for e in self.elements if not e.is_statistic)
+        return tuple(cause) if cause else (Element.statistics(self.numerics),)
 
 
 @dataclasses.dataclass
@@ -188,7 +227,10 @@ class Group:
         ordered = sorted(self.signature, key=lambda e: (list(SEVERITIES).index(e.severity()), e))
         phrases = list(dict.fromkeys(e.words() for e in ordered))
         more = f" (+{len(phrases) - limit} more)" if len(phrases) > limit else ""
-        return "; ".join(phrases[:limit]) + more
+        moved = Counter(c.numerics for c in self.changes if c.numerics)
+        numerics = ("; numerics " + ", ".join(f"{way} in {moved[way]}" for way in ("worse", "better") if moved[way])
+                    if moved and not all(e.is_statistic for e in self.signature) else "")
+        return "; ".join(phrases[:limit]) + more + numerics
 
 
 def _family(*goldens) -> str:

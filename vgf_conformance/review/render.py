@@ -74,7 +74,8 @@ def _header(review: Review) -> list[str]:
     counts = [f"{review.count(kind)} {words}" for kind, words in (
         ("changed", "outside their compliance modes"), ("added", "added"), ("removed", "removed"),
         ("unreadable", "not JSON")) if review.count(kind)]
-    parts = [f"**{review.changed} goldens changed** in {len(review.groups)} groups: " + ", ".join(counts)]
+    parts = [f"**{review.changed} goldens changed** in {len(review.groups)} groups: " + ", ".join(counts)
+             if review.groups else "**No golden changed**"]
     if review.within_band:
         parts.append(f"{len(review.within_band)} more differ only inside their measured bands (no change)")
     lines.append("; ".join(parts) + f"; {review.compared} goldens in all.")
@@ -90,6 +91,8 @@ def _header(review: Review) -> list[str]:
 
 
 def _table(review: Review, rows: int) -> list[str]:
+    if not review.groups:
+        return []
     lines = ["", "| # | severity | cases | change |", "|---|---|---|---|"]
     for index, group in enumerate(review.groups[:rows], 1):
         lines.append(f"| {index} | {SEVERITIES[group.severity]} | {len(group.changes)} ({_families(group)}) "
@@ -107,7 +110,7 @@ def _details(index: int, group: Group) -> list[str]:
         lines.append(example.problem)
     elif example.kind != "changed":
         lines.append(f"golden {example.kind}")
-    lines += [f.message() for f in example.findings[:EXAMPLE_FINDINGS]]
+    lines += [f.message() for f in example.ordered_findings()[:EXAMPLE_FINDINGS]]
     if len(example.findings) > EXAMPLE_FINDINGS:
         lines.append(f"... and {len(example.findings) - EXAMPLE_FINDINGS} more finding(s)")
     lines.append("```")
@@ -120,7 +123,9 @@ def _details(index: int, group: Group) -> list[str]:
 def _failed(review: Review) -> list[str]:
     if not review.failed:
         return []
-    lines = ["", f"### {len(review.failed)} case(s) failed in the run (their goldens were not rewritten)", "",
+    lines = ["", f"### {len(review.failed)} case(s) failed in the run", "",
+             "A failure is never accepted by `--snapshot-update`: fix it, or declare it an expected failure "
+             "with its stage and error, before this lands.", "",
              "| case | family | failure |", "|---|---|---|"]
     lines += [f"| `{c['id']}` | {c['family']} | {_cell(c['failure'])} |" for c in review.failed]
     return lines
@@ -163,6 +168,6 @@ def to_json(review: Review) -> dict:
             "signature": [dataclasses.asdict(e) for e in group.signature if not isinstance(e, str)],
             "kind": group.changes[0].kind,
             "example": {"case": group.changes[0].case, "problem": group.changes[0].problem,
-                        "findings": [f.to_dict() for f in group.changes[0].findings]},
+                        "findings": [f.to_dict() for f in group.changes[0].ordered_findings()]},
         } for group in review.groups],
     }
