@@ -55,6 +55,23 @@ FAMILY = Family("team", __doc__, lambda: _cases() + _EXTRA, family_tolerance(),
                 quick=frozenset({"thumbnail-down4-int8io"}))
 '''
 
+#: A test-only fault: vgf_dump "times out" on the warp's VGF, so its golden's
+#: vgf section cannot be built (a transient failure, not a change of the stack).
+VGF_DUMP_TIMES_OUT = '''
+import vgf_conformance.goldens.projections as projections
+
+_real = projections.vgf_file
+
+
+def _times_out_on_the_warp(path):
+    if "warp-rgba-border-int8io" in str(path):
+        raise TimeoutError("vgf_dump did not answer within 60 s (a test-only fault)")
+    return _real(path)
+
+
+projections.vgf_file = _times_out_on_the_warp
+'''
+
 #: What the team keeps in its golden directory besides goldens.
 FOREIGN = {"README.md": "# our goldens\n", "notes.json": '{"reviewed": true}\n',
            "sub/old.json": '{"case": {"id": "old"}}\n'}
@@ -92,26 +109,35 @@ def _run(team, *args):
 def test_snapshot_update_keeps_failing_and_xfailing_goldens_and_foreign_files(team):
     golden = team.path / "golden"
     (golden / "case-gone.json").write_text(json.dumps({"case": {"id": "case-gone"}}))
+    thumbnail = golden / "thumbnail-down4-int8io.json"
+    resolved = thumbnail.read_text()
+    thumbnail.write_text(f"<<<<<<< HEAD\n{resolved}=======\n{resolved}>>>>>>> theirs\n")  # a merge conflict
     before = _files(golden)
 
-    # Filtered runs report the stale golden (and fail), and never remove it.
+    # Filtered runs report the stale golden (and fail), and never remove it;
+    # the accept command repairs a golden that is not JSON.
     result = _run(team, "-m", "not vulkan", "-k", "thumbnail", "--snapshot-update")
     output = result.stdout.str()
     assert "stale golden" in output and "case-gone" in output, output[-3000:]
     assert result.ret != 0
     assert (golden / "case-gone.json").exists()
+    assert json.loads(thumbnail.read_text()) == json.loads(resolved), "the conflicted golden was not repaired"
 
     # The full run: the failing case fails, the xfailing one xfails, and
-    # neither's golden changes; foreign files stay; the stale golden goes.
+    # neither's golden changes; the warp's vgf section cannot be built (a
+    # transient failure), so its test_golden fails and its golden is kept
+    # byte for byte; foreign files stay; the stale golden goes.
+    team.makeconftest(VGF_DUMP_TIMES_OUT)
     result = _run(team, "--snapshot-update")
     output = result.stdout.str()
     assert result.ret != 0  # branchy-fails fails at export
-    assert "kept 2 stored golden(s) untouched" in output, output[-3000:]
+    assert "kept 3 stored golden(s) untouched" in output, output[-3000:]
     assert "branchy-fails [failed]" in output and "branchy-xfails [xfailed]" in output, output[-3000:]
+    assert "section(s) ['vgf'] could not be built" in output and "vgf_dump did not answer" in output
     assert "removed stale golden case-gone.json" in output, output[-3000:]
     after = _files(golden)
     assert "case-gone.json" not in after
-    for name in (*FOREIGN, "branchy-fails.json", "branchy-xfails.json"):
+    for name in (*FOREIGN, "branchy-fails.json", "branchy-xfails.json", "warp-rgba-border-int8io.json"):
         assert after[name] == before[name], f"{name} changed"
     assert {name for name in after if name.endswith(".json") and "/" not in name} == {
         "notes.json", "branchy-fails.json", "branchy-xfails.json",
@@ -123,6 +149,74 @@ def test_the_built_in_golden_directory_is_refused_as_a_teams(team):
         result = _run(team, f"--vgf-golden-dir={directory}", "--co")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "holds the built-in goldens" in result.stderr.str()
+
+
+def test_a_golden_that_is_not_json_says_so_and_names_the_accept_command(tmp_path):
+    from vgf_conformance.goldens import store
+
+    conflict = '<<<<<<< HEAD\n{"case": {}}\n=======\n{"case": {"x": 1}}\n>>>>>>> theirs\n'
+    golden = {"case": {"x": 1}, "graph": []}
+    assert store.changed_sections(conflict, golden) == [store.NOT_JSON]
+    assert store.describe_changes(conflict, golden) == ["the stored golden is not JSON (a merge conflict?)"]
+    message = store.mismatch_message("a-case", tmp_path / "a-case.json", conflict, golden, [store.NOT_JSON],
+                                     "scripts/conformance.sh --vgf-case a-case --snapshot-update")
+    assert "is not a JSON object" in message and message.endswith("--vgf-case a-case --snapshot-update")
+    assert not store.GoldenExtension().matches(serialized_data=store.serialize(golden), snapshot_data=conflict)
+
+
+def test_a_golden_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A run killed mid-write leaves the previous golden, never half of it
+    (and no temporary file behind)."""
+    import os as os_module
+
+    from syrupy.data import Snapshot, SnapshotCollection
+
+    from vgf_conformance.goldens import store
+
+    path = tmp_path / "a-case.json"
+    path.write_text('{"case": {"x": 0}}\n')
+    collection = SnapshotCollection(location=str(path))
+    collection.add(Snapshot(name="test_golden[a-case]", data='{"case": {"x": 1}}\n'))
+
+    def killed(*args):
+        raise KeyboardInterrupt("killed mid-write")
+
+    monkeypatch.setattr(os_module, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        store.GoldenExtension.write_snapshot_collection(snapshot_collection=collection)
+    assert path.read_text() == '{"case": {"x": 0}}\n' and sorted(p.name for p in tmp_path.iterdir()) == ["a-case.json"]
+    monkeypatch.undo()
+    store.GoldenExtension.write_snapshot_collection(snapshot_collection=collection)
+    assert path.read_text() == '{"case": {"x": 1}}\n'
+
+
+def test_a_section_that_records_a_failure_is_never_compared_or_written():
+    from vgf_conformance.cases import Expectation
+    from vgf_conformance.checks import unbuilt_sections
+
+    golden = {"graph": ["[0] input x"], "vgf": [{"delegate": 0, "error": "TimeoutError: vgf_dump"}],
+              "numerics": {"error": "[run] LoweredRunError: TOSA reference model: BAD_INPUT"}}
+    assert unbuilt_sections(SimpleNamespace(expect=None), golden) == {
+        "vgf": "TimeoutError: vgf_dump", "numerics": "[run] LoweredRunError: TOSA reference model: BAD_INPUT"}
+    expected = SimpleNamespace(expect=Expectation("run", r"BAD_INPUT", "the reference model refuses the input"))
+    assert unbuilt_sections(expected, golden) == {"vgf": "TimeoutError: vgf_dump"}  # the run fails as expected
+    assert unbuilt_sections(SimpleNamespace(expect=None), {"graph": [], "numerics": {"outputs": []}}) == {}
+
+
+def test_another_tables_golden_directory_is_refused_before_any_case_runs(team, monkeypatch):
+    """The team's golden directory with the built-in table (its case files
+    forgotten), by option or by VGF_GOLDEN_DIR: a full --snapshot-update
+    would have deleted the team's goldens as stale and written 387 of ours."""
+    golden = team.path / "golden"
+    before = _files(golden)
+    result = _run(team, "-o", "addopts=--pyargs --vgf-golden-dir golden", "--snapshot-update")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    assert "--vgf-golden-dir golden holds 4 golden(s)" in result.stderr.str()
+    assert "none of them a case of the built-in table" in result.stderr.str()
+    monkeypatch.setenv("VGF_GOLDEN_DIR", str(golden))
+    result = _run(team, "-o", "addopts=--pyargs", "--snapshot-update")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and f"VGF_GOLDEN_DIR {golden} holds" in result.stderr.str()
+    assert _files(golden) == before
 
 
 def test_only_goldens_are_goldens(tmp_path):
@@ -216,6 +310,9 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
 
     team.makeconftest(HANG)
     shard = team.path / "shard-1"
+    shard.mkdir()
+    previous = {"cases": [{"id": "warp-rgba-border-int8io", "outcome": "passed"}], "workarounds": []}
+    (shard / "report.json").write_text(json.dumps(previous))  # yesterday's run into the same directory
     # Two workers, each case its own group: one worker hangs in the warp, the
     # other finishes cases; then the job is killed, as a CI timeout kills it.
     process = subprocess.Popen(
@@ -233,7 +330,8 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
         os.killpg(process.pid, signal.SIGKILL)  # the CI job's timeout
         process.wait()
     logged = {json.loads(line)["id"] for line in log.read_text().splitlines() if line.endswith("}")}
-    assert not (shard / "report.json").exists() and "warp-rgba-border-int8io" not in logged
+    assert "warp-rgba-border-int8io" not in logged
+    assert "the run has not ended, or was stopped" in json.loads((shard / "report.json").read_text())["partial"]
     missing = sorted(set(json.loads((shard / "planned.json").read_text())) - logged)
     merged = tmp_path / "merged"
     done = subprocess.run([sys.executable, "-m", "vgf_conformance", "report", "merge", str(merged), str(shard)],
@@ -244,6 +342,24 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
     assert {c["id"] for c in report["cases"]} == logged
     assert report["run"]["partial_shards"] == {str(shard): {"missing": missing}}
     assert "**Partial shard**" in (merged / "report.md").read_text()
+
+
+def test_a_report_says_partial_from_the_start_of_a_run_to_its_end(tmp_path):
+    """A previous run's report.json in the same directory is never read as
+    this run's: from the start, report.json says the run has not ended."""
+    from vgf_conformance.harness import case_log, diff
+    from vgf_conformance.harness.report import load_shard
+
+    (tmp_path / "report.json").write_text(json.dumps({"cases": [{"id": "a", "outcome": "passed"}]}))
+    (tmp_path / "report.md").write_text("# yesterday's report\n")
+    log = case_log.CaseLog(tmp_path, lambda nodeid: nodeid.split("[", 1)[1][:-1] if "[" in nodeid else None)
+    log.planned(["test_golden[a]", "test_golden[b]"])
+    assert case_log.is_partial(json.loads((tmp_path / "report.json").read_text()))
+    assert not (tmp_path / "report.md").exists()
+    with pytest.raises(diff.ReportError, match="is the report of a run that did not end"):
+        diff.load_report(tmp_path, "NEW")
+    report, missing = load_shard(tmp_path)
+    assert report["cases"] == [] and missing == ["a", "b"]
 
 
 def test_paths_read_from_a_report_stay_inside_its_folder(tmp_path):

@@ -19,6 +19,7 @@ Adding a check is one function here and one test there.
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable
 
 import torch
@@ -27,7 +28,7 @@ from vgf_conformance.cases.tolerances import VULKAN_NEAREST_TIES
 from vgf_conformance.goldens import describe_changes, golden_path
 from vgf_conformance.goldens.statistics import statistics_drift
 from vgf_conformance.harness.errormaps import write_case_maps
-from vgf_conformance.harness.runner import CaseRun
+from vgf_conformance.harness.runner import CaseFailure, CaseRun
 from vgf_conformance.oracles.compare import compare, dequantize
 from vgf_conformance.oracles.localize import describe_first, localize_run
 from vgf_conformance.oracles.lowered import output_quant, quantize_inputs
@@ -49,6 +50,39 @@ class NotApplicable(Exception):
 
 def _ignore(**fields) -> None:
     return None
+
+
+def unbuilt_sections(case, golden: dict) -> dict[str, str]:
+    """The sections of a new golden that record a failure instead of their
+    content (``{"error": ...}``, itself or in a delegate's entry: a tool that
+    timed out, a run stage that failed), section -> the error, but a run
+    failure the case expects (the golden records what it expects)."""
+    found = {}
+    for name, content in golden.items():
+        entries = content if isinstance(content, list) else [content]
+        errors = [entry["error"] for entry in entries if isinstance(entry, dict) and "error" in entry]
+        if not errors:
+            continue
+        expect = case.expect
+        if (name == "numerics" and expect is not None and expect.stage == "run" and not expect.checks
+                and re.search(expect.match, str(errors[0]))):
+            continue
+        found[name] = str(errors[0])
+    return found
+
+
+def built_golden(case_run: CaseRun) -> dict:
+    """The case's new golden, to compare with the stored one; a failure when
+    a section could not be built: a failure is never written as a golden, so
+    ``--snapshot-update`` leaves the stored golden as it is."""
+    golden = case_run.require_golden()
+    unbuilt = unbuilt_sections(case_run.case, golden)
+    if unbuilt:
+        raise CaseFailure(
+            f"golden of {case_run.case.id}: section(s) {sorted(unbuilt)} could not be built, so the golden is "
+            f"not compared and never written (the stored {golden_path(case_run.case.id).name} is kept as it "
+            "is):\n" + "\n".join(f"  {name}: {error}" for name, error in sorted(unbuilt.items())))
+    return golden
 
 
 def export(case_run: CaseRun, record: Record = _ignore) -> None:

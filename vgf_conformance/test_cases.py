@@ -14,8 +14,7 @@ import pytest
 
 from vgf_conformance import checks
 from vgf_conformance.goldens import changed_sections, describe_changes, golden_path
-from vgf_conformance.goldens.compliance import describe as describe_verdict
-from vgf_conformance.goldens.store import verdict as golden_verdict
+from vgf_conformance.goldens.store import mismatch_message
 from vgf_conformance.harness.errormaps import write_case_maps
 from vgf_conformance.harness.html import golden_diff
 from vgf_conformance.harness.recording import accept_command, record_case
@@ -42,19 +41,15 @@ def test_export(case_run, request):
 
 def test_golden(case_run, golden, request):
     """Graph structure, delegation, quantization, TOSA and VGF match the golden."""
-    current = case_run.require_golden()
+    current = checks.built_golden(case_run)
     stored: Path = golden_path(case_run.case.id)
     stored_text = stored.read_text() if stored.exists() else None
     changed = changed_sections(stored_text, current)
     record_case(request, case_run, golden_changed=changed, changes=describe_changes(stored_text, current),
                 golden_diff=golden_diff(stored_text, current) if changed else [],
                 **({"error_maps": write_case_maps(case_run)} if "numerics" in changed else {}))
-    assert golden == current, (
-        (describe_verdict(case_run.case.id, golden_verdict(stored_text, current), changed) if stored_text
-         else f"no golden for {case_run.case.id}") + f"\n({stored})\n"
-        "If the change is intended, accept it with:\n"
-        f"  {accept_command(request.config, case_run.case.id)}"
-    )
+    assert golden == current, mismatch_message(case_run.case.id, stored, stored_text, current, changed,
+                                               accept_command(request.config, case_run.case.id))
 
 
 def test_statistics(case_run, request):

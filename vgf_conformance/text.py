@@ -4,7 +4,9 @@ an error message, floats rounded for goldens and reports, dtype names."""
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 #: What a case id may look like: it names the case's golden file.
@@ -61,3 +63,17 @@ def forward_to_cli(verb: str, old: str) -> None:
           file=sys.stderr)
     sys.argv = ["vgf_conformance", verb, *sys.argv[1:]]
     runpy.run_module("vgf_conformance", run_name="__main__", alter_sys=True)
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into a temporary file
+    beside it, then renamed over it, so a run killed mid-write leaves the
+    previous file (a golden, a report) as it was, never half of it."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+

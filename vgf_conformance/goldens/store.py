@@ -20,6 +20,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from vgf_conformance.goldens import compliance
 from vgf_conformance.goldens.sections import SECTIONS, build_golden  # noqa: F401 - re-exported
+from vgf_conformance.text import atomic_write
 
 #: The built-in table's goldens, ``<case id>.json`` each.
 BUILTIN_GOLDEN_DIR = Path(__file__).resolve().parents[2] / "golden" / "cases"
@@ -51,6 +52,35 @@ def _section_names(stored: dict, current: dict) -> list[str]:
     return names + sorted((set(stored) | set(current)) - set(SECTIONS))
 
 
+#: The section a golden that is not JSON changed in, for the report.
+NOT_JSON = "<not JSON>"
+
+
+def parse_stored(stored_text: str | None) -> dict | None:
+    """A stored golden's content; None when there is none or it is not a
+    JSON object (a merge conflict's markers, a truncated file)."""
+    try:
+        content = json.loads(stored_text) if stored_text is not None else None
+    except ValueError:
+        return None
+    return content if isinstance(content, dict) else None
+
+
+def mismatch_message(case_id: str, stored: Path, stored_text: str | None, golden: dict, changed: list[str],
+                     accept: str) -> str:
+    """What a golden that does not match says: the fields outside their
+    modes, or that there is none, or that the stored file is not JSON; and
+    the command that accepts the new golden (which rewrites any of them)."""
+    if stored_text is None:
+        what = f"no golden for {case_id}"
+    elif parse_stored(stored_text) is None:
+        what = (f"the stored golden of {case_id} is not a JSON object (a merge conflict's markers, a cut file?): "
+                f"{stored_text[:120]!r}...")
+    else:
+        what = compliance.describe(case_id, verdict(stored_text, golden), changed)
+    return f"{what}\n({stored})\nIf the change is intended, accept it with:\n  {accept}"
+
+
 def verdict(stored_text: str, golden: dict) -> compliance.Verdict:
     """The stored golden against a new one, each field in its compliance
     mode (:mod:`vgf_conformance.goldens.compliance`)."""
@@ -62,6 +92,8 @@ def changed_sections(stored_text: str | None, golden: dict) -> list[str]:
     modes (a drift inside its band is no change); "<new>" when none is stored."""
     if stored_text is None:
         return ["<new>"]
+    if parse_stored(stored_text) is None:
+        return [NOT_JSON]
     changed = verdict(stored_text, golden).changed
     return [k for k in _section_names(json.loads(stored_text), golden) if k in changed]
 
@@ -75,6 +107,8 @@ def describe_changes(stored_text: str | None, golden: dict | None, failed_stage:
         return ["new case (no golden)"] if golden is not None else []
     if golden is None:
         return [f"now fails at {failed_stage} (exported on the baseline)"]
+    if parse_stored(stored_text) is None:
+        return ["the stored golden is not JSON (a merge conflict?)"]
     stored, current = json.loads(stored_text), json.loads(serialize(golden))
     changed = compliance.compare(stored, current).changed
     changes = []
@@ -122,6 +156,11 @@ class GoldenExtension(SingleFileSnapshotExtension):
             return compliance.compare(json.loads(snapshot_data), json.loads(serialized_data)).matches
         except ValueError:  # not JSON (a hand-edited file): only equal text matches
             return serialized_data == snapshot_data
+
+    @classmethod
+    def write_snapshot_collection(cls, *, snapshot_collection, name_order=None) -> None:
+        """Each golden written whole or not at all (a killed run never leaves half a golden)."""
+        atomic_write(snapshot_collection.location, next(iter(snapshot_collection)).data)
 
     @classmethod
     def dirname(cls, *, test_location) -> str:

@@ -19,6 +19,17 @@ from typing import Callable
 
 PLANNED = "planned.json"
 CASES = "cases.jsonl"
+#: The run's report, written whole when the run ends (harness/publish.py).
+REPORT = "report.json"
+#: What report.json says from the start of a run until its end: a run that
+#: is killed leaves it saying so, never a previous run's report.
+PARTIAL = ("the run has not ended, or was stopped before its end: cases.jsonl holds the cases it finished "
+           "(python -m vgf_conformance report merge OUT DIR reads them)")
+
+
+def is_partial(report: dict) -> bool:
+    """Whether a report.json is the mark of a run that did not end."""
+    return bool(report.get("partial"))
 
 
 class CaseLog:
@@ -40,6 +51,12 @@ class CaseLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / PLANNED).write_text(json.dumps(sorted(self.left), indent=0) + "\n")
         (self.directory / CASES).write_text("")  # this run's log, not a previous one's
+        # report.json says "partial" until the run ends and writes it whole;
+        # a previous run's report.md and report.html go with its report.json.
+        for stale in ("report.md", "report.html"):
+            (self.directory / stale).unlink(missing_ok=True)
+        (self.directory / REPORT).write_text(
+            json.dumps({"partial": PARTIAL, "cases": [], "workarounds": []}, indent=2, sort_keys=True) + "\n")
         self.started = True
 
     def finished(self, nodeid: str, record: Callable[[str], dict]) -> None:

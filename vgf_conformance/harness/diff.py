@@ -51,6 +51,8 @@ def load_report(path: Path, what: str = "report") -> dict:
         data = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ReportError(f"{what}: {file} is not JSON ({error}); expected {expected}") from None
+    if isinstance(data, dict) and data.get("partial"):
+        raise ReportError(f"{what}: {file} is the report of a run that did not end ({data['partial']})")
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise ReportError(f"{what}: {file} is not a conformance report: it has no 'cases' list "
                           f"(expected the report.json written by --vgf-report or scripts/candidate.sh)")

@@ -19,11 +19,12 @@ gathers the run's results (the xdist controller, or the only process):
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from vgf_conformance.goldens.stale import stale_goldens
+from vgf_conformance.goldens.stale import golden_files, stale_goldens
 
 #: workeroutput key: the ids of the run's whole case table (a worker loads it).
 TABLE_KEY = "vgf_case_table"
@@ -135,3 +136,28 @@ def golden_dir_refusal(golden_dir: str | None, case_files: list[str], builtin: P
         return (f"--vgf-golden-dir {golden_dir} holds the built-in goldens ({builtin}); a case file's "
                 "goldens need a directory of their own")
     return None
+
+
+def foreign_table_refusal(config, session_cases) -> str | None:
+    """Why the run's golden directory (``--vgf-golden-dir``, or the
+    ``VGF_GOLDEN_DIR`` environment variable) is refused for its case table,
+    or None. A golden directory belongs to one table: one that holds goldens
+    none of which is a case of this table is another table's (a team's,
+    pointed at with the built-in table), whose goldens a full
+    ``--snapshot-update`` would delete as stale. Checked before any case runs."""
+    option = config.getoption("--vgf-golden-dir")
+    chosen, what = (option, "--vgf-golden-dir") if option else (os.environ.get("VGF_GOLDEN_DIR"), "VGF_GOLDEN_DIR")
+    if not chosen or not Path(chosen).is_dir():
+        return None
+    found = golden_files(Path(chosen))
+    if not found:
+        return None
+    table = set(session_cases(config, whole=True))
+    if set(found) & table:
+        return None
+    which = "the case files given with --vgf-cases" if config.getoption("--vgf-cases") else "the built-in table"
+    sample = ", ".join(sorted(found)[:3]) + (", ..." if len(found) > 3 else "")
+    return (f"{what} {chosen} holds {len(found)} golden(s) ({sample}), none of them a case of {which}: it is "
+            "another table's golden directory, and a full --snapshot-update would delete its goldens as stale. "
+            "Run it with that table's --vgf-cases, or choose another directory.")
+

@@ -38,6 +38,10 @@ def pytest_configure(config):
     if not config.pluginmanager.hasplugin("xdist"):  # xdist registers it itself
         config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     options.check(config)
+    if not hasattr(config, "workerinput"):
+        refusal = golden_keeper.foreign_table_refusal(config, session_cases)
+        if refusal:
+            raise pytest.UsageError(refusal)
     golden_dir = config.getoption("--vgf-golden-dir")
     if golden_dir is not None:
         from vgf_conformance.goldens.store import set_golden_dir

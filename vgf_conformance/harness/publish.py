@@ -12,13 +12,15 @@ from pathlib import Path
 
 from vgf_conformance.harness.html import write_html
 from vgf_conformance.harness.report import load_shard, merge_reports, render_markdown
+from vgf_conformance.text import atomic_write
 
 
 def write_report(report: dict, directory: Path, map_sources: tuple[Path, ...] = ()) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    (directory / "report.md").write_text(render_markdown(report))
+    atomic_write(directory / "report.md", render_markdown(report))
     write_html(report, directory, map_sources)  # maps also from map_sources/maps/ (merged shards)
+    # Last, and whole: until this rename, report.json says the run is partial.
+    atomic_write(directory / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -296,13 +296,15 @@ def _time_lines(run: dict | None) -> list[str]:
 
 def load_shard(directory: Path) -> tuple[dict, list[str] | None]:
     """A shard's report: its ``report.json``; or, for a shard killed before it
-    wrote one, the report of the cases it logged as it went
+    wrote one (its ``report.json`` still says "partial"), the report of the cases it logged as it went
     (:mod:`vgf_conformance.harness.case_log`) and the planned cases it did not
     finish (None for a complete shard)."""
     from vgf_conformance.harness import case_log
 
-    if (directory / "report.json").is_file():
-        return json.loads((directory / "report.json").read_text()), None
+    if (directory / case_log.REPORT).is_file():
+        report = json.loads((directory / case_log.REPORT).read_text())
+        if not case_log.is_partial(report):
+            return report, None
     if not (directory / case_log.CASES).is_file():
         raise ValueError(f"{directory} holds neither report.json nor {case_log.CASES}: not a shard's report directory")
     records, missing = case_log.read(directory)

@@ -46,6 +46,8 @@ def run(fault: str | None, out: Path, pytest_args: list[str]) -> tuple[int, dict
                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report_file = out / "report.json"
     report = json.loads(report_file.read_text()) if report_file.is_file() else None
+    if report is not None and report.get("partial"):
+        report = None  # the run did not end: no verdict from it
     return proc.returncode, report, time.monotonic() - start
 
 
