@@ -365,23 +365,28 @@ def test_a_report_says_partial_from_the_start_of_a_run_to_its_end(tmp_path):
 def test_paths_read_from_a_report_stay_inside_its_folder(tmp_path):
     """A report is data: an id ``../../x`` with a map file ``/etc/hostname``
     copied that file outside the report folder."""
-    from vgf_conformance.harness.html import copy_maps
+    from vgf_conformance.harness.html import PNG_SIGNATURE, copy_maps
 
     secret = tmp_path / "secret.png"
     secret.write_bytes(b"not yours")
     artifacts = tmp_path / "artifacts" / "case-a"
     (artifacts / "maps").mkdir(parents=True)
-    (artifacts / "maps" / "out0.png").write_bytes(b"png")
+    (artifacts / "maps" / "out0.png").write_bytes(PNG_SIGNATURE + b"a map")
+    (artifacts / "maps" / "linked.png").symlink_to(tmp_path / "secret.png")  # inside, but a link to any file
+    (artifacts / "maps" / "text.png").write_bytes(b"not a PNG at all")
     report = {"cases": [
         {"id": "../../escaped", "run": {"artifacts": str(artifacts)}, "error_maps": [{"file": "maps/out0.png"}]},
         {"id": "case-b", "run": {"artifacts": str(artifacts)}, "error_maps": [{"file": str(secret)}]},
         {"id": "case-a", "run": {"artifacts": str(artifacts)}, "error_maps": [{"file": "maps/out0.png"}]},
+        {"id": "case-c", "run": {"artifacts": str(artifacts)},
+         "error_maps": [{"file": "maps/linked.png"}, {"file": "maps/text.png"}]},
     ]}
     out = tmp_path / "report"
     maps = copy_maps(report, out)
     assert maps["case-a"][0]["src"] == "maps/case-a/out0.png"
     assert "refused" in maps["../../escaped"][0]["missing"]
     assert "missing" in maps["case-b"][0]
+    assert all("missing" in entry for entry in maps["case-c"]), maps["case-c"]
     copied = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.png") if "report" in p.parts)
     assert copied == ["report/maps/case-a/out0.png"]
     assert not (tmp_path / "escaped").exists()

@@ -117,3 +117,47 @@ def test_a_failing_tool_is_one_error_naming_it(code, kind, message):
         process.run_tool([sys.executable, "-c", code], what="tool", timeout=1 if kind == "timeout" else 60)
     assert info.value.kind == kind
     assert process.run_tool([sys.executable, "-c", "print('ok')"], what="tool", timeout=60).stdout == "ok\n"
+
+
+def test_a_timeout_returns_when_a_descendant_left_the_group_holding_the_pipes():
+    """After the group kill, run read the pipes until they closed: a
+    descendant in a session of its own (out of reach of the kill) held them
+    for as long as it lived, and the run hung with it."""
+    import threading
+
+    lasting = "117.3"  # seconds the descendant lives: a number no other sleep here uses
+    command = [sys.executable, "-c", "import subprocess, time; "
+               f"subprocess.Popen(['sleep', '{lasting}'], start_new_session=True); time.sleep(120)"]
+    outcome = {}
+
+    def call():
+        try:
+            process.run(command, timeout=1, capture_output=True)
+        except subprocess.TimeoutExpired as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(30)
+    waiting = thread.is_alive()
+    subprocess.run(["pkill", "-f", f"sleep {lasting}"], check=False)
+    assert not waiting, "process.run still waits on the pipes a descendant holds"
+    assert isinstance(outcome.get("error"), subprocess.TimeoutExpired)
+
+
+@pytest.mark.parametrize("venv_on_path", [True, False], ids=["venv-bin-on-PATH", "venv-bin-not-on-PATH"])
+def test_a_tool_resolves_as_the_shell_would(venv_on_path, monkeypatch, tmp_path):
+    """A bare name is looked up on PATH; a path is taken as it is; nothing
+    else is guessed relative to the working directory."""
+    from pathlib import Path
+
+    tool = tmp_path / "bin" / "a-tool"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}/usr/bin" if venv_on_path else "/usr/bin")
+    monkeypatch.chdir(tmp_path)
+    assert process.resolve_tool("a-tool") == (str(tool) if venv_on_path else None)
+    assert process.resolve_tool(str(tool)) == str(tool)
+    assert process.resolve_tool(str(Path("bin") / "missing")) is None and process.resolve_tool(None) is None
+

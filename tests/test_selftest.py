@@ -37,6 +37,41 @@ def test_each_fault_patches_the_stack_and_is_undone(name):
         assert os.environ.get("MODEL_CONVERTER_PATH") == before
 
 
+CONVERTER_FAULTS = sorted(name for name, fault in faults.FAULTS.items() if fault.layer == "model-converter")
+
+
+@pytest.mark.parametrize("venv_on_path", [True, False], ids=["activated-venv", "venv-bin-not-on-PATH"])
+@pytest.mark.parametrize("name", CONVERTER_FAULTS)
+def test_the_converter_faults_find_the_real_converter_either_way(name, venv_on_path, monkeypatch, tmp_path):
+    """With the venv's bin first on PATH (an activated venv), ExecuTorch's
+    lookup returns the bare name 'model-converter', which the fault took for
+    a path relative to the working directory and refused; without it, the
+    lookup returns None and the converter beside the interpreter is used."""
+    venv_bin = str(Path(sys.executable).parent)
+    rest = [d for d in os.environ["PATH"].split(os.pathsep) if d != venv_bin]
+    monkeypatch.setenv("PATH", os.pathsep.join([venv_bin, *rest] if venv_on_path else rest))
+    monkeypatch.delenv("MODEL_CONVERTER_PATH", raising=False)
+    monkeypatch.delenv("VGF_INJECT_FAULT_REAL_MODEL_CONVERTER", raising=False)
+    monkeypatch.chdir(tmp_path)  # nothing named model-converter here
+    undo = faults.FAULTS[name].apply()
+    shim = Path(os.environ["MODEL_CONVERTER_PATH"])
+    real = os.environ["VGF_INJECT_FAULT_REAL_MODEL_CONVERTER"]
+    assert Path(real).is_absolute() and Path(real).name == "model-converter" and os.access(real, os.X_OK)
+    assert f'exec "{real}"' in shim.read_text()
+    undo()
+    assert not shim.exists(), "the shim was left behind"
+
+
+def test_the_self_test_refuses_to_write_goldens_and_kills_a_run_past_its_timeout(tmp_path, capsys):
+    from vgf_conformance.selftest import __main__ as selftest
+
+    with pytest.raises(SystemExit):
+        selftest.main(["--", "--snapshot-update"])
+    assert "--snapshot-update would write the goldens of a faulted stack" in capsys.readouterr().err
+    status, report, _ = selftest.run(None, tmp_path / "run", ["vgf_conformance/test_cases.py"], timeout=0.5)
+    assert (status, report) == (-1, None)
+
+
 def test_an_unknown_fault_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match=r"VGF_INJECT_FAULT: unknown fault 'nope'; known: .*clamp-min-raised"):
         faults.get("nope")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,6 +52,23 @@ def exit_text(returncode: int | None) -> str:
         except ValueError:
             return f"signal-{-returncode}"
     return f"exit-{returncode}"
+
+
+#: Seconds to read what a killed child wrote: a descendant that left its
+#: process group may hold the pipes open for as long as it lives.
+REAP_TIMEOUT = 5
+
+
+def resolve_tool(value: str | None) -> str | None:
+    """A native tool as the shell would run it: a bare name looked up on
+    ``PATH`` (``shutil.which``), a path as it is; None when neither names an
+    executable file. (ExecuTorch's model-converter lookup returns the bare
+    name when the venv's ``bin`` is on ``PATH``.)"""
+    if not value:
+        return None
+    if os.sep not in value:
+        return shutil.which(value)
+    return value if os.path.isfile(value) and os.access(value, os.X_OK) else None
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -83,7 +101,13 @@ def run(command, *, timeout: float | None, input=None, capture_output: bool = Fa
         stdout, stderr = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired as error:
         kill_group(proc)
-        stdout, stderr = proc.communicate()
+        try:
+            stdout, stderr = proc.communicate(timeout=REAP_TIMEOUT)
+        except subprocess.TimeoutExpired:  # a descendant that left the group still holds the pipes
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            stdout = stderr = None
         # As subprocess.run raises it: what the child wrote, as bytes.
         stdout, stderr = (v.encode() if isinstance(v, str) else v for v in (stdout, stderr))
         raise subprocess.TimeoutExpired(command, timeout, output=stdout, stderr=stderr) from error

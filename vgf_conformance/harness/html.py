@@ -97,6 +97,19 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
+#: The first bytes of every PNG file.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_map(path: Path) -> bool:
+    """A map to copy: a regular file, not a symbolic link (which could name
+    any file of the machine), that is a PNG."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    with path.open("rb") as file:
+        return file.read(len(PNG_SIGNATURE)) == PNG_SIGNATURE
+
+
 def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> dict[str, list[dict]]:
     """Copy each case's error maps into ``directory/maps/<case id>/``; returns
     case id -> maps with ``src`` (relative to the page) or ``missing``. A map is
@@ -120,7 +133,7 @@ def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> 
             candidates = [Path(artifacts) / entry["file"]] if artifacts else []
             candidates = [c for c in candidates if _inside(c, Path(artifacts))]
             candidates += [Path(s) / MAPS_DIR / case["id"] / name for s in sources]
-            source = next((c for c in candidates if c.is_file()), None)
+            source = next((c for c in candidates if _is_map(c)), None)
             if source is not None and source.resolve() != target.resolve():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target)

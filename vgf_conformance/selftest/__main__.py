@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from vgf_conformance import process
 from vgf_conformance.selftest.faults import ENV, FAULTS, get
 
 NOT_PASSING = ("failed", "error", "xpassed")
@@ -36,14 +37,22 @@ def caught(report: dict) -> tuple[list[str], Counter]:
     return cases, checks
 
 
-def run(fault: str | None, out: Path, pytest_args: list[str]) -> tuple[int, dict | None, float]:
+#: Seconds one run of the suite may take before it is killed (its process group).
+RUN_TIMEOUT = 3600
+
+
+def run(fault: str | None, out: Path, pytest_args: list[str],
+        timeout: float = RUN_TIMEOUT) -> tuple[int, dict | None, float]:
     env = {k: v for k, v in os.environ.items() if k != ENV}
     if fault:
         env[ENV] = fault
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "vgf_conformance.selftest.inject",
-                           "-p", "no:cacheprovider", "-q", "--no-header", "--vgf-report", str(out), *pytest_args],
-                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "pytest", "-p", "vgf_conformance.selftest.inject", "-p", "no:cacheprovider",
+               "-q", "--no-header", "--vgf-report", str(out), *pytest_args]
+    try:
+        proc = process.run(command, timeout=timeout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return -1, None, time.monotonic() - start  # killed: no verdict
     report_file = out / "report.json"
     report = json.loads(report_file.read_text()) if report_file.is_file() else None
     if report is not None and report.get("partial"):
@@ -58,11 +67,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="the full matrix, not the quick tier")
     parser.add_argument("--out", type=Path, help="where each run's report goes (default: a temporary directory)")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    parser.add_argument("--timeout", type=float, default=RUN_TIMEOUT,
+                        help=f"seconds one run may take before it is killed (default {RUN_TIMEOUT})")
     args = parser.parse_args(argv)
+    if any(a.startswith("--snapshot-update") for a in args.pytest_args):
+        parser.error("pytest_args: --snapshot-update would write the goldens of a faulted stack into the "
+                     "golden directory; the self-test only compares with them")
+    if args.timeout <= 0:
+        parser.error(f"--timeout: expected a number of seconds above 0, got {args.timeout:g}")
     out = args.out or Path(tempfile.mkdtemp(prefix="vgf-selftest-"))
     pytest_args = ["-n", "auto", "vgf_conformance/test_cases.py", *([] if args.full else ["-m", "quick"]),
                    *args.pytest_args]
-    status, report, seconds = run(None, out / "no-fault", pytest_args)
+    status, report, seconds = run(None, out / "no-fault", pytest_args, args.timeout)
     if status != 0 or report is None:
         print(f"the run without a fault did not pass (exit {status}; report in {out / 'no-fault'}): "
               "fix that first", file=sys.stderr)
@@ -73,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     missed = []
     for name in args.fault or FAULTS:
         fault = get(name)
-        status, report, seconds = run(name, out / name, pytest_args)
+        status, report, seconds = run(name, out / name, pytest_args, args.timeout)
         if report is None:
             cell, checks_cell = f"no report (exit {status})", ""
             missed.append(name)

@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from vgf_conformance.process import resolve_tool
+
 #: The environment variable naming the fault of a run.
 ENV = "VGF_INJECT_FAULT"
 
@@ -195,10 +197,12 @@ def _model_converter_flags(*flags: str) -> Callable[[], Callable[[], None]]:
 
         # As vgf_export finds it: ExecuTorch's lookup, else beside this interpreter;
         # in an xdist worker, the one the controller's shim wraps (not the shim).
-        real = os.environ.get(_REAL_CONVERTER) or find_model_converter_binary() or \
-            shutil.which("model-converter") or str(Path(sys.executable).parent / "model-converter")
-        if not os.access(real, os.X_OK):
-            raise RuntimeError(f"model-converter not found (tried {real}): the fault needs the real one")
+        tried = [os.environ.get(_REAL_CONVERTER), find_model_converter_binary(), "model-converter",
+                 str(Path(sys.executable).parent / "model-converter")]
+        real = next((found for found in map(resolve_tool, tried) if found), None)
+        if real is None:
+            raise RuntimeError(f"model-converter not found (tried {[t for t in tried if t]}): the fault needs "
+                               "the real one")
         shim = Path(tempfile.mkdtemp(prefix="vgf-fault-")) / "model-converter"
         shim.write_text(f'#!/bin/sh\nexec "{real}" {" ".join(flags)} "$@"\n')
         shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
@@ -208,6 +212,7 @@ def _model_converter_flags(*flags: str) -> Callable[[], Callable[[], None]]:
         def undo() -> None:
             for key, value in saved.items():
                 os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+            shutil.rmtree(shim.parent, ignore_errors=True)  # the shim goes with the fault
         return undo
     return apply
 
