@@ -344,6 +344,41 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
     assert "**Partial shard**" in (merged / "report.md").read_text()
 
 
+#: A test-only fault: the worker running the thumbnail's .pte test dies of a segfault.
+CRASH = '''
+import os
+import signal
+
+import vgf_conformance.checks as checks
+
+_real = checks.pte
+
+
+def _segfaults_on_the_thumbnail(case_run, *args, **kwargs):
+    if case_run.case.id == "thumbnail-down4-int8io" and not os.path.exists("crashed-once"):
+        open("crashed-once", "w").close()  # xdist sends the test to the new worker: it passes there
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return _real(case_run, *args, **kwargs)
+
+
+checks.pte = _segfaults_on_the_thumbnail
+'''
+
+
+def test_a_crashed_workers_case_is_recorded_as_crashed_with_its_signal(team):
+    team.makeconftest(CRASH)
+    result = _run(team, "-n", "2", "--dist", "loadgroup", "-m", "not vulkan", "--vgf-report", "report",
+                  "--vgf-vulkan-batch", "1")
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    report = {c["id"]: c for c in json.loads((team.path / "report" / "report.json").read_text())["cases"]}
+    thumbnail = report["thumbnail-down4-int8io"]
+    assert thumbnail["tests"]["test_pte"] == "error" and thumbnail["outcome"] == "error"  # its rerun passed
+    assert "was killed by SIGSEGV while running test_pte[thumbnail-down4-int8io]" in thumbnail["error"], thumbnail
+    assert thumbnail["run"]["crashed"]["exit"] == "was killed by SIGSEGV"
+    logged = [json.loads(line) for line in (team.path / "report" / "cases.jsonl").read_text().splitlines()]
+    assert any(c["id"] == "thumbnail-down4-int8io" and "SIGSEGV" in (c["error"] or "") for c in logged)
+
+
 def test_a_report_says_partial_from_the_start_of_a_run_to_its_end(tmp_path):
     """A previous run's report.json in the same directory is never read as
     this run's: from the start, report.json says the run has not ended."""

@@ -59,13 +59,14 @@ class CaseLog:
             json.dumps({"partial": PARTIAL, "cases": [], "workarounds": []}, indent=2, sort_keys=True) + "\n")
         self.started = True
 
-    def finished(self, nodeid: str, record: Callable[[str], dict]) -> None:
-        """A test's teardown: append its case's record when it was the case's last test."""
+    def finished(self, nodeid: str, record: Callable[[str], dict], now: bool = False) -> None:
+        """A test's teardown: append its case's record when it was the case's
+        last test (``now``: at once, e.g. when its worker crashed)."""
         case_id = self.case_of(nodeid)
         if not self.started or case_id is None or case_id not in self.left or case_id in self.written:
             return
         self.left[case_id] -= 1
-        if self.left[case_id] > 0:
+        if self.left[case_id] > 0 and not now:
             return
         self.written.add(case_id)
         with (self.directory / CASES).open("a") as log:

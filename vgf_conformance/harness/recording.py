@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import resource
 import shlex
+import signal
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -39,6 +40,28 @@ def record_workaround(request, name: str, needed: bool, evidence: list[str], ups
     """Attach a workaround-ledger verdict to this test's report."""
     verdict = WorkaroundVerdict(name=name, needed=needed, evidence=evidence, upstream=upstream)
     request.node.user_properties.append((WORKAROUND_KEY, dataclasses.asdict(verdict)))
+
+
+#: The ``when`` of the report xdist makes for a test whose worker died.
+CRASH = "???"
+
+
+def worker_exit(node) -> str:
+    """How an xdist worker's process ended: "was killed by SIGSEGV",
+    "exited with status 3" (its exit status, read from execnet's process)."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    try:
+        code = popen.wait(timeout=10) if popen is not None else None
+    except Exception:  # noqa: BLE001 - still running, or not a local process: say so
+        code = None
+    if code is None:
+        return "crashed (its exit status is unknown)"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 def _outcome(report) -> str:
@@ -192,9 +215,21 @@ class CaseReport:
                     entry[field] = {**entry[field], **data}
                 else:
                     entry[field] = data
-        if report.when == "call" or report.failed or report.skipped:
-            test = report.nodeid.split("::")[-1].split("[")[0]
-            entry.setdefault("tests", {})[test] = _outcome(report)
+        crash = entry.get("run", {}).get("crashed")
+        if crash and not entry.get("error"):
+            entry["error"] = crash["error"]  # the records of its later tests do not erase it
+        test = report.nodeid.split("::")[-1].split("[")[0]
+        crashed = (crash or {}).get("test") == test
+        if (report.when == "call" or report.failed or report.skipped) and not crashed:
+            entry.setdefault("tests", {})[test] = _outcome(report)  # a crash stays, whatever a rerun gives
+        if report.when == CRASH and node is not None:  # xdist's report of a test whose worker died
+            exit_text = worker_exit(node)
+            entry["error"] = f"worker {node.gateway.id} {exit_text} while running {report.nodeid.split('::')[-1]}"
+            entry.setdefault("run", {})["crashed"] = {"worker": node.gateway.id, "exit": exit_text, "test": test,
+                                                      "error": entry["error"]}
+            # The case is logged now: its other tests may run on a new worker, or the run may not end.
+            self.log.finished(report.nodeid, lambda case: build_report({case: self.cases[case]})["cases"][0],
+                              now=True)
         worker = node.gateway.id if node is not None else "main"
         if self.first_case.setdefault(worker, case_id) == case_id:
             # It also paid its worker's warm-up (the first export, the .pte
