@@ -225,3 +225,66 @@ def test_the_golden_review_job_reviews_base_against_head(tmp_path):
     assert "RESCALE rounding_mode: SINGLE_ROUND -> DOUBLE_ROUND" in text and summary.read_text() == text
     assert (repo / "golden-review" / "pr-number").read_text().strip() == "42"
     assert json.loads((repo / "golden-review" / "review.json").read_text())["changed"] == 1
+
+
+# ---------------------------------------------------------------------------
+# Pull requests run the whole matrix, sharded, gated on the merged report
+# ---------------------------------------------------------------------------
+def _conformance() -> dict:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / "conformance.yml").read_text())
+
+
+def test_pull_requests_run_the_whole_matrix_in_shards_gated_on_the_merged_report():
+    jobs = _conformance()["jobs"]
+    assert jobs["pr-plan"]["if"] == "github.event_name == 'pull_request' && vars.PR_FULL_MATRIX != 'false'"
+    assert jobs["pr-plan"]["steps"][0]["env"]["COUNT"] == "${{ vars.PR_SHARDS || '4' }}"
+    assert jobs["pr-matrix"]["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.pr-plan.outputs.shards) }}"
+    run = next(s["run"] for s in jobs["pr-matrix"]["steps"] if "--vgf-shard" in s.get("run", ""))
+    assert '--vgf-shard "$SHARD/$COUNT"' in run and " -m quick" not in run and " -k " not in run  # every tier
+    report_steps = [s.get("run", "") for s in jobs["pr-report"]["steps"]]
+    assert any("report merge reports/merged reports/pr-shard-*" in r for r in report_steps)
+    assert any(r.strip() == ".venv/bin/python -m vgf_conformance stale" for r in report_steps)
+    assert report_steps[-1].strip().endswith("report gate reports/merged --whole-table")
+    assert "quick" in jobs and "-m quick" in next(s["run"] for s in jobs["quick"]["steps"] if "Quick" in s.get("name", ""))
+
+
+@pytest.mark.parametrize("count,shards", [("4", "[1,2,3,4]"), ("1", "[1]"), ("7", "[1,2,3,4,5,6,7]")])
+def test_the_shard_plan_step_lists_the_shards(count, shards, tmp_path):
+    script = _conformance()["jobs"]["pr-plan"]["steps"][0]["run"]
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", "-e", "-c", script], env={**os.environ, "COUNT": count, "GITHUB_OUTPUT": str(out)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().splitlines() == [f"count={count}", f"shards={shards}"]
+    for bad in ("0", "four", ""):
+        refused = subprocess.run(["bash", "-e", "-c", script], env={**os.environ, "COUNT": bad,
+                                                                     "GITHUB_OUTPUT": str(out)},
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode != 0 and "PR_SHARDS must be a number of shards above 0" in refused.stderr
+
+
+@pytest.mark.parametrize("count", [2, 4, 5])
+def test_the_shards_are_disjoint_and_their_union_is_the_whole_table(count):
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.harness import durations, plan
+
+    seconds = durations.load(None)
+    quick = {c for c, case in CASES.items() if case.quick}
+    members = [set(plan.shard_members(list(CASES), (i, count), quick, seconds)) for i in range(1, count + 1)]
+    assert set().union(*members) == set(CASES)
+    assert sum(map(len, members)) == len(CASES), "a case is in more than one shard"
+    assert all(members), "an empty shard"
+
+
+def test_the_gate_fails_on_a_failing_case_a_shard_that_did_not_end_and_a_missing_case():
+    from vgf_conformance.harness.report import gate_problems
+
+    passing = {"cases": [{"id": "a", "outcome": "passed"}, {"id": "b", "outcome": "xfailed"}]}
+    assert gate_problems(passing, ["a", "b"]) == []
+    failing = {"cases": [{"id": "a", "outcome": "failed", "stage": "run", "error": "max error 3 LSB\nmore"},
+                         {"id": "b", "outcome": "xpassed"}],
+               "run": {"partial_shards": {"reports/pr-shard-2": {"missing": ["c", "d"]}}}}
+    assert gate_problems(failing, ["a", "b", "c", "d", "e"]) == [
+        "a: failed at run: max error 3 LSB", "b: xpassed",
+        "shard reports/pr-shard-2 did not end: 2 planned case(s) missing",
+        "3 case(s) of the table in no shard: c, d, e"]

@@ -7,6 +7,10 @@
         the compatibility matrix from candidate reports (scripts/candidate.sh)
     python -m vgf_conformance report merge OUT DIR...
         merge shard reports (report.json, or a killed shard's cases.jsonl) into one
+    python -m vgf_conformance report gate DIR [--whole-table]
+        exit 1 when a case failed, errored or passed against its expected
+        failure, when a shard did not end, or (--whole-table) when a case of
+        the built-in table is in no shard: the pull request's gate
 
 Exit status: 0, or 2 with a message naming the argument when an input is not
 a readable report.
@@ -53,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
                    "(numerics and warnings are compared with it)")
     c.add_argument("-o", "--out", type=Path, help="write here (e.g. docs/compatibility.md) instead of standard output")
     sub.add_parser("merge", help="merge shard reports: merge OUT DIR...")
+    g = sub.add_parser("gate", help="fail when the (merged) report has a failing case or a missing one")
+    g.add_argument("report", type=Path, help="a report directory holding report.json")
+    g.add_argument("--whole-table", action="store_true", help="every case of the built-in table must be in it")
     args = parser.parse_args(argv)
+    if args.command == "gate":
+        return _gate(parser, args)
     try:
         if args.command == "diff":
             old = diff.load_report(args.old, "OLD")
@@ -69,6 +78,25 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except diff.ReportError as error:
         parser.exit(2, f"{parser.prog} {args.command}: error: {error}\n")
+
+
+def _gate(parser, args) -> int:
+    from vgf_conformance.harness.report import gate_problems
+
+    try:
+        report = diff.load_report(args.report, "report")
+    except diff.ReportError as error:
+        parser.exit(2, f"{parser.prog} gate: error: {error}\n")
+    table = None
+    if args.whole_table:
+        from vgf_conformance.cases import CASES
+
+        table = list(CASES)
+    problems = gate_problems(report, table)
+    for problem in problems:
+        print(f"gate: {problem}")
+    print(f"gate: {len(report['cases'])} cases, {len(problems)} problem(s): {'FAIL' if problems else 'pass'}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":  # the command's old name

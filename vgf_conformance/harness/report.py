@@ -330,6 +330,28 @@ def merge_reports(reports: list[dict], partial: dict[str, list[str]] | None = No
     return _report(cases.values(), workarounds.values(), run or None)
 
 
+#: The outcomes that fail a gate.
+FAILING = ("error", "failed", "xpassed")
+
+
+def gate_problems(report: dict, table_ids=None) -> list[str]:
+    """Why a (merged) report fails the gate: cases that failed, errored or
+    passed against their expected failure, shards that did not end, and,
+    given ``table_ids``, cases of the table that no shard ran."""
+    problems = []
+    for case in report.get("cases", []):
+        if case.get("outcome") in FAILING:
+            error = f" at {case.get('stage')}: {str(case['error']).splitlines()[0][:160]}" if case.get("error") else ""
+            problems.append(f"{case['id']}: {case.get('outcome')}{error}")
+    for shard, missing in ((report.get("run") or {}).get("partial_shards") or {}).items():
+        problems.append(f"shard {shard} did not end: {len(missing['missing'])} planned case(s) missing")
+    if table_ids is not None:
+        missing = sorted(set(table_ids) - {c["id"] for c in report.get("cases", [])})
+        if missing:
+            problems.append(f"{len(missing)} case(s) of the table in no shard: {', '.join(missing[:10])}")
+    return problems
+
+
 if __name__ == "__main__":  # the old name of the merge command, kept for a release
     import runpy
     import sys
