@@ -144,7 +144,9 @@ def foreign_table_refusal(config, session_cases) -> str | None:
     or None. A golden directory belongs to one table: one that holds goldens
     none of which is a case of this table is another table's (a team's,
     pointed at with the built-in table), whose goldens a full
-    ``--snapshot-update`` would delete as stale. Checked before any case runs."""
+    ``--snapshot-update`` would delete as stale. Checked when the suite's
+    case tests are parametrized, before any case runs (a run of other tests
+    that use the golden extension is not the table's)."""
     option = config.getoption("--vgf-golden-dir")
     chosen, what = (option, "--vgf-golden-dir") if option else (os.environ.get("VGF_GOLDEN_DIR"), "VGF_GOLDEN_DIR")
     if not chosen or not Path(chosen).is_dir():

@@ -38,10 +38,6 @@ def pytest_configure(config):
     if not config.pluginmanager.hasplugin("xdist"):  # xdist registers it itself
         config.addinivalue_line("markers", "xdist_group(name): keep a case's tests on one worker")
     options.check(config)
-    if not hasattr(config, "workerinput"):
-        refusal = golden_keeper.foreign_table_refusal(config, session_cases)
-        if refusal:
-            raise pytest.UsageError(refusal)
     golden_dir = config.getoption("--vgf-golden-dir")
     if golden_dir is not None:
         from vgf_conformance.goldens.store import set_golden_dir
@@ -82,6 +78,10 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_generate_tests(metafunc):
     if "case_run" in metafunc.fixturenames:
+        # The table's cases are about to run: their golden directory must be this table's.
+        refusal = golden_keeper.foreign_table_refusal(metafunc.config, session_cases)
+        if refusal:
+            raise pytest.Collector.CollectError(refusal)  # shown as its message alone
         metafunc.parametrize("case_run", Session.of(metafunc.config).case_params(), indirect=True, scope="session")
 
 
