@@ -35,7 +35,8 @@ import urllib.request
 from pathlib import Path
 
 from vgf_conformance.review import render, review
-from vgf_conformance.review.sources import GOLDEN_SUBDIR, LOCK_FILE, ReviewError, is_case_file
+from vgf_conformance.goldens.stale import stale_goldens
+from vgf_conformance.review.sources import GOLDEN_SUBDIR, LOCK_FILE, ReviewError
 
 #: The branch an upgrade's pull request comes from.
 BRANCH_PREFIX = "upgrade/"
@@ -43,10 +44,6 @@ BRANCH_PREFIX = "upgrade/"
 SHARD_GOLDENS, SHARD_FREEZE = "goldens", "freeze.txt"
 #: Room kept in the pull request's body for the candidate's findings.
 FINDINGS_BUDGET = 12_000
-LOCK_HEADER = ("# Exact versions of the whole environment (pip freeze of a working setup);\n"
-               "# scripts/setup.sh installs with `-c requirements.lock`. Regenerate with\n"
-               "# `.venv/bin/pip freeze --exclude-editable | sed \"s/+cpu//\"` after changing pyproject.toml.\n")
-
 
 class UpgradeError(ValueError):
     """An upgrade step cannot go on safely."""
@@ -99,7 +96,7 @@ def collect(name: str, shards: list[Path], repo: Path, out: Path, table: set[str
     stale = []
     if table is not None:
         missing = sorted(table - set(owner))
-        stale = sorted(p for p in golden_dir.iterdir() if is_case_file(p.name) and p.stem not in table)
+        stale = stale_goldens(golden_dir, table)
         if stale and missing:
             raise UpgradeError(f"stale goldens ({', '.join(p.stem for p in stale[:5])}) are removed on a full "
                                f"run only; the shards did not run {len(missing)} case(s) of the table "
@@ -119,7 +116,9 @@ def collect(name: str, shards: list[Path], repo: Path, out: Path, table: set[str
     if freeze is not None:
         lines = [line.strip().replace("+cpu", "") for line in freeze.read_text().splitlines()
                  if "==" in line and not line.startswith(("-e", "#"))]  # pip freeze's own order
-        (repo / LOCK_FILE).write_text(LOCK_HEADER + "\n".join(lines) + "\n")
+        old = (repo / LOCK_FILE).read_text().splitlines() if (repo / LOCK_FILE).is_file() else []
+        header = [line for line in old if line.startswith("#")]  # the lock's own comments, kept
+        (repo / LOCK_FILE).write_text("\n".join(header + lines) + "\n")
     return {"written": written, "removed": removed, "cases": len(owner), "lock": freeze is not None}
 
 
