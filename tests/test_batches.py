@@ -107,7 +107,7 @@ class FakeStack:
     def run_case(self, case, root, timeout=None):
         self.exports.append(case)
         calls = [] if case == "nothing" else ["delegate"]
-        return SimpleNamespace(failure=None, artifacts=root / case, result=case,
+        return SimpleNamespace(failure=None, artifacts=root / case, result=case, hung=False,
                                numerics=SimpleNamespace(program=SimpleNamespace(calls=calls)))
 
     def run_scenarios(self, scenarios, target):

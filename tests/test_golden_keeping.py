@@ -291,22 +291,6 @@ export.to_edge_transform_and_lower = _hangs_on_the_warp
 '''
 
 
-def test_a_case_that_hangs_fails_alone_at_its_stage_and_every_other_case_is_recorded(team):
-    team.makeconftest(HANG)
-    result = _run(team, "-m", "not vulkan", "-v", "--vgf-case-timeout", "20", "--vgf-report", "report")
-    output = result.stdout.str()
-    assert result.ret == 1, output[-3000:]
-    assert "[partition] Timeout: the case hung: stage 'partition' had not finished after 20 s" in output, \
-        output[-3000:]
-    assert "in _hangs_on_the_warp" in output  # where it hung
-    report = json.loads((team.path / "report" / "report.json").read_text())
-    outcomes = {c["id"]: c["outcome"] for c in report["cases"]}
-    assert outcomes == {"thumbnail-down4-int8io": "passed", "warp-rgba-border-int8io": "failed",
-                        "branchy-fails": "failed", "branchy-xfails": "xfailed"}
-    logged = [json.loads(line)["id"] for line in (team.path / "report" / "cases.jsonl").read_text().splitlines()]
-    assert sorted(logged) == sorted(outcomes)  # each case appended as it finished
-
-
 def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_path):
     import signal
     import subprocess
@@ -346,6 +330,53 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
     assert {c["id"] for c in report["cases"]} == logged
     assert report["run"]["partial_shards"] == {str(shard): {"missing": missing}}
     assert "**Partial shard**" in (merged / "report.md").read_text()
+
+
+#: A test-only fault: the branchy case's run calls C's sleep() without
+#: releasing the GIL, so that not even the watchdog's thread can run.
+HOLDS_THE_GIL = '''
+import ctypes
+
+import vgf_conformance.harness.runner as runner
+
+_real_run = runner._run_case
+
+
+def _holds_the_gil(case, *args, **kwargs):
+    if case.id == "branchy-fails":
+        ctypes.PyDLL(None).sleep(3600)
+    return _real_run(case, *args, **kwargs)
+
+
+runner._run_case = _holds_the_gil
+'''
+
+
+def test_a_hung_case_ends_its_worker_and_the_next_cases_run(team):
+    """Under xdist a hung case is stopped with its worker, not left running:
+    one hang that releases the GIL (the watchdog ends the worker, naming the
+    stage), one that holds it (faulthandler's deadline ends it, with every
+    thread's stack); the case's later tests do not run it again, and the
+    cases after it run on a new worker."""
+    team.makeconftest(HANG + HOLDS_THE_GIL)
+    result = _run(team, "-n", "1", "--dist", "loadgroup", "-m", "not vulkan", "--vgf-case-timeout", "5",
+                  "--vgf-report", "report", "--vgf-vulkan-batch", "1")
+    output = result.stdout.str()
+    assert result.ret == 1, output[-3000:]
+    report = {c["id"]: c for c in json.loads((team.path / "report" / "report.json").read_text())["cases"]}
+    warp, branchy = report["warp-rgba-border-int8io"], report["branchy-fails"]
+    assert warp["run"]["crashed"]["hung"] == "partition", warp
+    crash = warp["run"]["crashed"]["error"]
+    assert "had not finished after 5 s" in crash and "in _hangs_on_the_warp" in crash, crash
+    assert "its case hung in stage 'partition'" in output, output[-3000:]
+    assert "an earlier test of this case hung; its worker was ended" in output  # not exported again
+    assert branchy["run"]["crashed"]["hung"] == "unknown", branchy
+    crash = branchy["run"]["crashed"]["error"]  # the case's later tests say it hung, without the stack
+    assert "holding the GIL" in crash and "in _holds_the_gil" in crash, crash
+    assert report["thumbnail-down4-int8io"]["outcome"] == "passed"
+    assert report["branchy-xfails"]["outcome"] == "xfailed"
+    logged = [json.loads(line)["id"] for line in (team.path / "report" / "cases.jsonl").read_text().splitlines()]
+    assert sorted(logged) == sorted(report)  # each case appended as it finished
 
 
 #: A test-only fault: the worker running the thumbnail's .pte test dies of a segfault.

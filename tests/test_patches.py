@@ -1,7 +1,7 @@
 """The patch registry: version gating, idempotence, and the converter timeout."""
 
 import stat
-import time
+import subprocess
 
 import pytest
 import torch
@@ -68,13 +68,15 @@ def test_revert_of_unapplied_patch_names_it():
         patches.revert_patch("nope")
 
 
-def test_converter_timeout_fails_the_convert_stage(tmp_path, monkeypatch):
+def test_converter_timeout_fails_the_convert_stage_and_kills_the_converters_children(tmp_path, monkeypatch):
+    # The converter starts a child of its own, which holds its output pipes:
+    # killed with the converter's process group, not left running.
+    lasting = "61.7"  # seconds the child lives: a number no other sleep here uses
     fake = tmp_path / "model-converter"
-    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.write_text(f"#!/bin/sh\nsleep {lasting} &\nexec sleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("MODEL_CONVERTER_PATH", str(fake))
     monkeypatch.setenv(patches.CONVERTER_TIMEOUT_ENV, "1")
-    start = time.monotonic()
     with pytest.raises(ExportStageError) as info:
         export_model(
             Resize(scale_factor=0.5, align_corners=False),
@@ -84,7 +86,9 @@ def test_converter_timeout_fails_the_convert_stage(tmp_path, monkeypatch):
         )
     assert info.value.stage == "convert"
     assert "timed out" in str(info.value)
-    assert time.monotonic() - start < 30
+    left = subprocess.run(["pgrep", "-f", f"sleep {lasting}"], capture_output=True, text=True).stdout.split()
+    subprocess.run(["pkill", "-f", f"sleep {lasting}"], check=False)
+    assert not left, "the converter's child outlived the timeout"
 
 
 def test_converter_timeout_must_be_a_number(monkeypatch):

@@ -162,7 +162,7 @@ def outputs(case_run: CaseRun, oracle: Oracle, record: Record = _ignore) -> None
         record(error_maps=write_case_maps(case_run))  # where it differs
         if oracle.name == LOCALIZED and case_run.result.quantized_module is not None \
                 and case_run.unexcused(oracle.name, failures):  # a new failure: which op makes it
-            localization = localize_run(case_run.case)
+            localization = localize_run(case_run.case, case_run.guard)
             record(localization=localization)
             failures.append(f"where: {describe_first(localization)}")
         case_run.fail_check(oracle.name, f"the lowered program (TOSA reference) against {oracle.what}",

@@ -3,11 +3,13 @@
 Native tools crash and hang, and some start children of their own (the
 ``.pte`` runtime child runs the TOSA reference model in grandchildren; the
 model converter runs under ExecuTorch). ``subprocess.run(timeout=...)`` kills
-only the direct child and leaves the rest running. :func:`run` starts the
+only the direct child and leaves the rest running. ``run`` starts the
 child as the leader of a new session (process group) and, on a timeout or
-any interruption, kills the whole group; :func:`kill_group` does the same
+any interruption, kills the whole group; ``kill_group`` does the same
 for a long-lived :class:`subprocess.Popen` started with
-``start_new_session=True``. Every native tool of the suite goes through here.
+``start_new_session=True`` (both in :mod:`vgf_export.process_group`, which
+runs the model converter under ExecuTorch the same way). Every native tool
+of the suite goes through here.
 
 A child kept up between requests (its imports take seconds: the ``.pte``
 runtime child, the explorer's and the native path's workers) speaks one
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import IO
 
 from vgf_conformance.text import tail
+from vgf_export.process_group import kill_group, run
 
 #: The environment variable naming the pipe a served child answers on.
 ANSWER_FD_ENV = "VGF_CHILD_ANSWER_FD"
@@ -54,11 +57,6 @@ def exit_text(returncode: int | None) -> str:
     return f"exit-{returncode}"
 
 
-#: Seconds to read what a killed child wrote: a descendant that left its
-#: process group may hold the pipes open for as long as it lives.
-REAP_TIMEOUT = 5
-
-
 def resolve_tool(value: str | None) -> str | None:
     """A native tool as the shell would run it: a bare name looked up on
     ``PATH`` (``shutil.which``), a path as it is; None when neither names an
@@ -69,55 +67,6 @@ def resolve_tool(value: str | None) -> str | None:
     if os.sep not in value:
         return shutil.which(value)
     return value if os.path.isfile(value) and os.access(value, os.X_OK) else None
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL ``proc``'s process group (it leads its own session), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL does not end
-        pass
-
-
-def run(command, *, timeout: float | None, input=None, capture_output: bool = False, text: bool = False,
-        check: bool = False, **popen) -> subprocess.CompletedProcess:
-    """``subprocess.run`` with the child in its own process group, the whole
-    group killed on a timeout (:class:`subprocess.TimeoutExpired`, as run
-    raises it) or when the caller is interrupted."""
-    if capture_output:
-        popen.setdefault("stdout", subprocess.PIPE)
-        popen.setdefault("stderr", subprocess.PIPE)
-    if input is not None:
-        popen["stdin"] = subprocess.PIPE
-    proc = subprocess.Popen(command, start_new_session=True, text=text, **popen)
-    try:
-        stdout, stderr = proc.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired as error:
-        kill_group(proc)
-        try:
-            stdout, stderr = proc.communicate(timeout=REAP_TIMEOUT)
-        except subprocess.TimeoutExpired:  # a descendant that left the group still holds the pipes
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-            stdout = stderr = None
-        # As subprocess.run raises it: what the child wrote, as bytes.
-        stdout, stderr = (v.encode() if isinstance(v, str) else v for v in (stdout, stderr))
-        raise subprocess.TimeoutExpired(command, timeout, output=stdout, stderr=stderr) from error
-    except BaseException:
-        kill_group(proc)
-        raise
-    done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
-    if check:
-        done.check_returncode()
-    return done
 
 
 class ChildFailed(RuntimeError):

@@ -26,6 +26,8 @@ from typing import Callable
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from vgf_export import process_group
+
 
 @dataclasses.dataclass(frozen=True)
 class Patch:
@@ -146,9 +148,10 @@ def _apply_converter_timeout() -> Callable[[], None]:
 
     real = vgf_backend.subprocess
 
-    def run(*args, **kwargs):
+    def run(command, **kwargs):
+        # In its own process group: a timeout kills the converter's children too.
         kwargs.setdefault("timeout", _converter_timeout())
-        return real.run(*args, **kwargs)
+        return process_group.run(command, **kwargs)
 
     proxy = types.SimpleNamespace(
         **{name: getattr(real, name) for name in dir(real) if not name.startswith("__")}
@@ -167,8 +170,9 @@ register(
         name="model-converter-timeout",
         fixes=(
             "ExecuTorch runs model-converter with no timeout, so a hanging "
-            "converter hangs the export; with the patch it is killed after "
-            f"${CONVERTER_TIMEOUT_ENV} seconds (default {DEFAULT_CONVERTER_TIMEOUT:g}) "
+            "converter hangs the export; with the patch it runs in its own "
+            "process group, killed with it after "
+            f"${CONVERTER_TIMEOUT_ENV} seconds (default {DEFAULT_CONVERTER_TIMEOUT:g}), "
             "and the export fails at the convert stage."
         ),
         upstream="none filed: vgf_compile() in executorch/backends/arm/vgf/backend.py",

@@ -40,7 +40,8 @@ from vgf_conformance.harness.plan import (  # noqa: F401 - the plan, re-exported
     shard_assignment,
     shard_members,
 )
-from vgf_conformance.harness.runner import CaseRun, run_case
+from vgf_conformance.harness.hangs import Notes
+from vgf_conformance.harness.runner import CaseRun, CaseTimeout, hung_run, on_a_fresh_stack, run_case
 from vgf_conformance.oracles.vulkan import (
     ScenarioBuilder,
     VulkanCheck,
@@ -62,11 +63,12 @@ class Batches:
     """One per process: the runs of the current batch and their Vulkan results."""
 
     def __init__(self, cases: dict, plan: dict[str, str], items: list, artifacts_root: Path,
-                 case_timeout: float | None = None) -> None:
+                 case_timeout: float | None = None, hangs: Notes | None = None) -> None:
         self.cases = cases  # case id -> Case
         self.plan = plan
         self.artifacts_root = artifacts_root
         self.case_timeout = case_timeout  # the watchdog of each case's run (seconds; None: none)
+        self.hangs = hangs or Notes(None)  # how a hung case stops its worker (vgf_conformance/harness/hangs.py)
         #: batch -> its cases that have a Vulkan test in this session, in order.
         self.vulkan_members: dict[str, list[str]] = {}
         for item in items:
@@ -87,8 +89,35 @@ class Batches:
             self.builders.pop(other, None)
             self.vulkan.pop(other, None)
         if case_id not in self.runs:
-            self.runs[case_id] = run_case(self.cases[case_id], self.artifacts_root, timeout=self.case_timeout)
+            self.runs[case_id] = self._run_case(case_id, self.cases[case_id])
         return self.runs[case_id]
+
+    def _run_case(self, case_id: str, case) -> CaseRun:
+        hung = self.hangs.read(case_id)
+        if hung is not None:  # an earlier test of the case hung, and its worker ended
+            stage, message = hung
+            return hung_run(case, self.artifacts_root, stage or "export",  # not known: the first stage
+                            f"{message}\n(an earlier test of this case hung; its worker was ended, and the case "
+                            "is not run again)")
+        with self.hangs.deadline(case_id, self.case_timeout):
+            run = run_case(case, self.artifacts_root, timeout=self.case_timeout)
+        if run.hung:  # the hung thread cannot be stopped: end this worker with it
+            self.hangs.stop(case_id, run.failure.stage, run.failure.message)
+        run.guard = lambda stage, fn, *args: self.guarded(case_id, stage, fn, *args)
+        return run
+
+    def guarded(self, case_id: str, stage: str, fn, *args):
+        """``fn(*args)`` (work for the case after its run, e.g. a re-export to
+        localize a failure) under the case's watchdog and hard deadline: if
+        it hangs, this worker ends as for a hung run, or, without xdist,
+        :class:`CaseTimeout` is raised."""
+        with self.hangs.deadline(case_id, self.case_timeout):
+            try:
+                return on_a_fresh_stack(fn, *args, timeout=self.case_timeout)
+            except CaseTimeout as hang:
+                self.hangs.stop(case_id, stage, f"the case's {stage} hung: it had not finished after "
+                                f"{hang.seconds:g} s (--vgf-case-timeout)")
+                raise
 
     def vulkan_check(self, case_id: str, accept: Callable[[VulkanCheck], bool]) -> VulkanCheck:
         """The case on Vulkan: from its batch's shared runner process, or, when

@@ -99,10 +99,11 @@ def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
 def vgf_batches(request, vgf_artifacts_dir):
     """The runs of the current batch and their Vulkan results (vgf_conformance/harness/batches.py)."""
     from vgf_conformance.harness.batches import Batches
+    from vgf_conformance.harness.hangs import Notes
 
     session = Session.of(request.config)
     return Batches(session.cases(), session.plan, request.session.items, vgf_artifacts_dir,
-                   case_timeout=options.case_timeout(request.config))
+                   case_timeout=options.case_timeout(request.config), hangs=Notes.of_worker(request.config))
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import case_log, durations, machine
+from vgf_conformance.harness import case_log, durations, hangs, machine
 from vgf_conformance.harness.progress import Progress, case_of, function_of, tier_of
 from vgf_conformance.harness.publish import write_report
 from vgf_conformance.harness.report import SUITE_SCRIPT, WorkaroundVerdict, build_report
@@ -160,6 +160,7 @@ class CaseReport:
         self.progress = None if every == 0 or quiet else Progress(every)
         report_dir = config.getoption("--vgf-report")
         self.log = case_log.CaseLog(Path(report_dir) if report_dir else None, case_of)
+        self.hangs = hangs.Notes.for_controller()  # what a worker that ended for a hung case wrote
 
     def pytest_collection_finish(self, session) -> None:
         if self.progress is not None and session.items:
@@ -176,6 +177,16 @@ class CaseReport:
     def _durations(self) -> durations.Durations:
         # Not session_durations: that loads the case table (torch) on the controller.
         return durations.load(self.config.getoption("--vgf-durations"))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput[hangs.NOTES_KEY] = str(self.hangs.directory)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem, report, sched) -> None:
+        hung = self.hangs.read(case_of(crashitem) or "")
+        if hung is not None:  # the worker ended itself: say why, with the stage and the stack
+            report.longrepr = f"{report.longrepr}: its case hung in stage '{hung[0] or 'unknown'}'\n{hung[1]}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -225,8 +236,12 @@ class CaseReport:
         if report.when == CRASH and node is not None:  # xdist's report of a test whose worker died
             exit_text = worker_exit(node)
             entry["error"] = f"worker {node.gateway.id} {exit_text} while running {report.nodeid.split('::')[-1]}"
-            entry.setdefault("run", {})["crashed"] = {"worker": node.gateway.id, "exit": exit_text, "test": test,
-                                                      "error": entry["error"]}
+            crashed = {"worker": node.gateway.id, "exit": exit_text, "test": test}
+            hung = self.hangs.read(case_id)
+            if hung is not None:  # it ended itself because the case hung (harness/hangs.py)
+                crashed["hung"] = hung[0] or "unknown"
+                entry["error"] += f": the case hung in stage '{crashed['hung']}'; {hung[1]}"
+            entry.setdefault("run", {})["crashed"] = {**crashed, "error": entry["error"]}
             # The case is logged now: its other tests may run on a new worker, or the run may not end.
             self.log.finished(report.nodeid, lambda case: build_report({case: self.cases[case]})["cases"][0],
                               now=True)
@@ -298,7 +313,9 @@ class CaseReport:
     def pytest_sessionfinish(self, session) -> None:
         if self.progress is not None and self.progress.done:
             self._write_line(self.progress.line(final=True))
-        split = sorted(case for case, workers in self.workers.items() if len(workers) > 1)
+        # A case whose worker crashed goes on on a new one: not a grouping fault.
+        split = sorted(case for case, workers in self.workers.items()
+                       if len(workers) > 1 and not self.cases[case].get("run", {}).get("crashed"))
         if split:
             # Each case must be exported once, on one worker (--dist loadgroup
             # with its xdist_group mark). pytest 9.2 silently breaks that
@@ -308,6 +325,7 @@ class CaseReport:
                 f"more than once (e.g. {split[0]}): --dist loadgroup is not grouping; "
                 "check the pinned pytest and pytest-xdist versions", red=True)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.hangs.remove()
         directory = self.config.getoption("--vgf-report")
         if directory is None:
             return

@@ -81,6 +81,12 @@ class CaseRun:
     vulkan_batch: int | None = None  # cases that shared its Vulkan runner process
     #: Warnings the stack raised during the export: "Category: message (file:line)".
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: The run did not finish within its timeout (its thread is still running).
+    hung: bool = False
+    #: ``guard(stage, fn, *args)``: ``fn(*args)`` for the case after its run
+    #: (a re-export), under the case's watchdog; set by the pytest plugin
+    #: (:meth:`vgf_conformance.harness.batches.Batches.guarded`).
+    guard: Any = dataclasses.field(default=None, repr=False)
     #: The model and inputs the case was exported from, built once: the
     #: oracles and the golden use the same ones.
     model: Any = dataclasses.field(default=None, repr=False)
@@ -282,8 +288,9 @@ def run_case(case: Case, artifacts_root: Path, disable_workarounds=(),
              timeout: float | None = CASE_TIMEOUT) -> CaseRun:
     """Export ``case`` once, run its lowered program on the oracles, build its
     golden (on a fresh stack: :func:`on_a_fresh_stack`). A run that takes more
-    than ``timeout`` seconds fails as hung, naming the stage it hung in and
-    where (the hung thread's stack); the run of the next case goes on."""
+    than ``timeout`` seconds fails as hung (``hung``), naming the stage it hung
+    in and where (the hung thread's stack); the thread is left running, for
+    the caller to stop (:mod:`vgf_conformance.harness.hangs`)."""
     phase = {"now": "export"}
     try:
         return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds, phase, timeout=timeout)
@@ -293,11 +300,16 @@ def run_case(case: Case, artifacts_root: Path, disable_workarounds=(),
         stage = current_stage(hang.thread.ident) or phase["now"]
         frame = sys._current_frames().get(hang.thread.ident)
         where = "".join(traceback.format_stack(frame)[-12:]) if frame is not None else "(no stack)\n"
-        run = CaseRun(case=case, artifacts=artifacts_root / case.id, stage=stage)
-        run.failure = StageFailure(
-            stage, "Timeout", tail(f"the case hung: stage '{stage}' had not finished after {hang.seconds:g} s "
-                                   f"(--vgf-case-timeout); where it was:\n{where}"), TOOLCHAIN)
-        return run
+        return hung_run(case, artifacts_root, stage,
+                        f"the case hung: stage '{stage}' had not finished after {hang.seconds:g} s "
+                        f"(--vgf-case-timeout); where it was:\n{where}")
+
+
+def hung_run(case: Case, artifacts_root: Path, stage: str, message: str) -> CaseRun:
+    """The run of a case that hung in ``stage``."""
+    run = CaseRun(case=case, artifacts=artifacts_root / case.id, stage=stage, hung=True)
+    run.failure = StageFailure(stage, "Timeout", tail(message), TOOLCHAIN)
+    return run
 
 
 def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: dict | None = None) -> CaseRun:

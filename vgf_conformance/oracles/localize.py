@@ -363,13 +363,15 @@ def describe_first(localization: dict) -> str:
             f"{first['local_bias_lsb']:+.3f}; python -m vgf_conformance localize {localization['case']}")
 
 
-def localize_run(case) -> dict:
+def localize_run(case, guard=None) -> dict:
     """The localization of ``case`` as the report records it; a failure to
     localize is recorded as such (``error``), never raised: it explains a
-    failure, it is not one."""
+    failure, it is not one. ``guard(stage, fn, *args)``: how the re-export
+    runs (the case's watchdog, :attr:`vgf_conformance.harness.runner.CaseRun.guard`)."""
     try:
         with tempfile.TemporaryDirectory(prefix="vgf-localize-") as root:
-            return localize(case, Path(root) / "artifacts").to_dict()
+            args = (case, Path(root) / "artifacts")
+            return (guard("localize", localize, *args) if guard else localize(*args)).to_dict()
     except Exception as error:  # noqa: BLE001 - reported beside the failure it would explain
         return {"case": case.id, "error": f"{type(error).__name__}: {error}"[:500]}
 

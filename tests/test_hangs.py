@@ -1,0 +1,58 @@
+"""A hung case is stopped, not abandoned (vgf_conformance/harness/hangs.py):
+the worker ends itself after writing the case's note, and a hang that holds
+the GIL is ended by faulthandler's deadline. Each in a child process: ending
+is what they do. (The whole path under xdist, with a restarted worker and
+the next cases running: tests/test_golden_keeping.py.)"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vgf_conformance.harness.batches import Batches
+from vgf_conformance.harness.hangs import EXIT_STATUS, Notes
+from vgf_conformance.harness.runner import CaseTimeout
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _child(code: str, notes: Path) -> subprocess.CompletedProcess:
+    prelude = ("import time, ctypes\nfrom pathlib import Path\n"
+               "from vgf_conformance.harness import hangs\nfrom vgf_conformance.harness.batches import Batches\n"
+               f"notes = hangs.Notes(Path({str(notes)!r}))\n")
+    return subprocess.run([sys.executable, "-c", prelude + code], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_guarded_work_that_hangs_raises_where_no_worker_can_end():
+    batches = Batches({}, {}, [], Path("unused"), case_timeout=0.5)
+    with pytest.raises(CaseTimeout, match="did not finish within 0.5 s"):
+        batches.guarded("a-case", "localize", time.sleep, 30)
+    assert batches.guarded("a-case", "localize", sum, [1, 2]) == 3
+
+
+def test_a_worker_ends_itself_for_a_hung_case_after_writing_its_note(tmp_path):
+    done = _child("Batches({}, {}, [], Path('unused'), case_timeout=0.5, hangs=notes)"
+                  ".guarded('a-case', 'localize', time.sleep, 30)\nprint('went on')", tmp_path)
+    assert done.returncode == EXIT_STATUS and "went on" not in done.stdout, done.stderr
+    stage, message = Notes(tmp_path).read("a-case")
+    assert stage == "localize" and "had not finished after 0.5 s" in message
+    assert Notes(tmp_path).read("another-case") is None
+
+
+def test_a_hang_holding_the_gil_is_ended_with_every_threads_stack(tmp_path):
+    # C's sleep() through PyDLL keeps the GIL: no Python watchdog can run.
+    done = _child("hangs.GRACE = 0.5\n"
+                  "def holds_the_gil():\n    ctypes.PyDLL(None).sleep(60)\n"
+                  "with notes.deadline('a-case', 0.5):\n    holds_the_gil()\nprint('went on')", tmp_path)
+    assert done.returncode == EXIT_STATUS and "went on" not in done.stdout, done.stderr
+    stage, message = Notes(tmp_path).read("a-case")
+    assert stage is None and "holding the GIL" in message and "holds_the_gil" in message, message
+
+
+def test_a_case_that_ends_in_time_leaves_no_note(tmp_path):
+    with Notes(tmp_path).deadline("a-case", 30):
+        pass
+    assert Notes(tmp_path).read("a-case") is None and not list(tmp_path.iterdir())
