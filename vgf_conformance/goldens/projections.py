@@ -259,28 +259,32 @@ def vgf_file(path: Path) -> dict:
     operators = summarize_tosa(tosa.read_bytes())["operators"] if tosa.exists() else []
     tolerant = {digest: f"op[{op['index']}].{role}" for op in operators
                 for role, digest in op.get("tolerant_hashes", {}).items()}
-    return golden_vgf(summarize_vgf(str(path), masked=calibrated_words(operators)), tolerant)
+    return golden_vgf(summarize_vgf(str(path), calibrated_operands(operators)), tolerant)
 
 
-def calibrated_words(operators: list[dict]) -> frozenset[int]:
-    """The 32-bit words by which a TOSA graph's calibrated constants appear
-    in its SPIR-V: each RESCALE multiplier, and the float32 bits of every
-    float attribute (an FP32 graph quantizes and dequantizes with MULs by
-    calibrated scales)."""
-    import struct
+def calibrated_operands(operators: list[dict]) -> list:
+    """Where a TOSA graph's calibrated operands sit (a RESCALE's multiplier
+    and shift, a convolution's bias: ``TOLERANT_OPERANDS``, compared within a
+    band), with their values: what masks them in its SPIR-V
+    (:func:`vgf_conformance.goldens.vgf_reader.mask_operands`; a bias held as
+    a graph constant is recorded by ``golden_vgf`` instead)."""
+    from collections import Counter
 
-    words = set()
+    from vgf_conformance.goldens.vgf_reader import CalibratedOperand
+    from vgf_conformance.tosa.reader import OPERAND_NAMES, TOLERANT_OPERANDS
+
+    counts = Counter(op["op"] for op in operators)
+    seen: Counter = Counter()
+    operands = []
     for op in operators:
-        for name, value in op["attrs"].items():
-            if name in ("effective_scale", "ratio_hw"):  # computed here, not constants
-                continue
-            values = value if isinstance(value, list) else [value]
-            if name == "multiplier" and op["op"] == "RESCALE":
-                words.update(v for v in values if isinstance(v, int))
-            for v in values:
-                if isinstance(v, float) and abs(v) <= 3.4028234663852886e38:
-                    words.add(struct.unpack("<I", struct.pack("<f", v))[0])
-    return frozenset(words)
+        kind = op["op"]
+        roles = OPERAND_NAMES.get(kind, [])
+        operands += [CalibratedOperand(kind, seen[kind], counts[kind], len(roles) - roles.index(role), tuple(values))
+                     for role in TOLERANT_OPERANDS.get(kind, ())
+                     if isinstance(values := op["attrs"].get(role), list)
+                     and all(isinstance(v, int) for v in values)]  # a float graph's bias is no calibrated code
+        seen[kind] += 1
+    return operands
 
 
 def grid_sampler_file(path: Path) -> dict:

@@ -10,6 +10,7 @@ No file paths. The ``vgf`` section of a golden keeps part of it
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -66,24 +67,96 @@ def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-#: SPIR-V: the header's length in words, and OpConstant's opcode.
-_SPIRV_HEADER_WORDS, _OP_CONSTANT = 5, 43
+#: SPIR-V: the header's length in words, and the opcodes read here.
+_SPIRV_HEADER_WORDS = 5
+_OP_EXT_INST_IMPORT, _OP_EXT_INST, _OP_CONSTANT, _OP_CONSTANT_COMPOSITE = 11, 12, 43, 44
+#: The extended instruction set of a VGF graph module's TOSA operators.
+TOSA_INSTRUCTION_SET = "TOSA."
+#: The instruction numbers of TOSA.001000.1 (the TOSA 1.0 specification's
+#: operator order) of the operators with calibrated operands.
+TOSA_INSTRUCTIONS = {"CONV2D": 2, "CONV3D": 3, "DEPTHWISE_CONV2D": 4, "TRANSPOSE_CONV2D": 9, "RESCALE": 65}
 
 
-def mask_constants(code: bytes, values: frozenset[int]) -> bytes:
-    """SPIR-V ``code`` with the literal of every 32-bit ``OpConstant`` whose
-    value is in ``values`` set to zero: the code without those constants
-    (a TOSA graph's RESCALE multipliers, which calibration moves)."""
-    words = list(struct.unpack(f"<{len(code) // 4}I", code[: len(code) // 4 * 4]))
+@dataclasses.dataclass(frozen=True)
+class CalibratedOperand:
+    """A TOSA operator's operand computed from calibrated scales, where a
+    graph module's SPIR-V holds it: the operator's kind, its place among the
+    graph's operators of that kind (``ordinal`` of ``count``), the operand's
+    place counted from the last of the operator's ``OpExtInst`` operands
+    (``from_end``: a TOSA ``OpExtInst`` lists the attributes, then the tensor
+    operands in the specification's order), and the values the TOSA
+    flatbuffer gives it."""
+
+    kind: str
+    ordinal: int
+    count: int
+    from_end: int
+    values: tuple[int, ...]
+
+
+def _words(code: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(code) // 4}I", code[: len(code) // 4 * 4]))
+
+
+def _instructions(words: list[int]):
+    """``(opcode, first operand's word index, operand count)`` of each
+    instruction, in order; stops at a word that is not an instruction."""
     i = _SPIRV_HEADER_WORDS
     while i < len(words):
         count, opcode = words[i] >> 16, words[i] & 0xFFFF
-        if count == 0:
-            break  # not SPIR-V as expected: hash what is there
-        if opcode == _OP_CONSTANT and count == 4 and words[i + 3] in values:
-            words[i + 3] = 0
+        if count == 0 or i + count > len(words):
+            return  # not SPIR-V as expected: the caller hashes what is there
+        yield opcode, i + 1, count - 1
         i += count
-    return struct.pack(f"<{len(words)}I", *words)
+
+
+def _literal_string(words: list[int]) -> str:
+    return struct.pack(f"<{len(words)}I", *words).split(b"\0")[0].decode("utf-8", "replace")
+
+
+def mask_operands(code: bytes, operands: list[CalibratedOperand]) -> bytes:
+    """SPIR-V ``code`` with the literals of the calibrated ``operands`` set to
+    zero, each only where the code holds it where the TOSA flatbuffer does.
+
+    The k-th operator of a kind in the flatbuffer is the k-th TOSA
+    ``OpExtInst`` of that kind's number in the code, when the code has as
+    many of them (the converter folds some operators away; if it folded one
+    of these, nothing of that kind is masked). An operand is masked only when
+    the constants at its place in its own operator's instruction hold exactly
+    the flatbuffer's values: a multiplier that the converter moved to another
+    operator, or swapped with another's, stays in the code and changes
+    ``code_hash_masked``."""
+    words = _words(code)
+    sets, ext, constants, composites = set(), {}, {}, {}
+    for opcode, at, n in _instructions(words):
+        if opcode == _OP_EXT_INST_IMPORT and _literal_string(words[at + 1: at + n]).startswith(TOSA_INSTRUCTION_SET):
+            sets.add(words[at])
+        elif opcode == _OP_EXT_INST and n >= 4 and words[at + 2] in sets:
+            ext.setdefault(words[at + 3], []).append(words[at + 4: at + n])
+        elif opcode == _OP_CONSTANT and n == 3:
+            constants[words[at + 1]] = at + 2
+        elif opcode == _OP_CONSTANT_COMPOSITE:
+            composites[words[at + 1]] = words[at + 2: at + n]
+
+    def literals(ident: int) -> list[int] | None:
+        """The word indices of the scalar constants a constant is made of."""
+        if ident in constants:
+            return [constants[ident]]
+        if ident not in composites:  # a graph constant, a null constant: not a literal of the code
+            return None
+        parts = [literals(part) for part in composites[ident]]
+        return None if None in parts else [at for part in parts for at in part]
+
+    masked = list(words)
+    for operand in operands:
+        of_kind = ext.get(TOSA_INSTRUCTIONS.get(operand.kind, -1), [])
+        if len(of_kind) != operand.count or operand.from_end > len(of_kind[operand.ordinal]):
+            continue
+        at = literals(of_kind[operand.ordinal][-operand.from_end])
+        if at is not None and [words[i] for i in at] == [v & 0xFFFFFFFF for v in operand.values]:
+            for i in at:
+                masked[i] = 0
+    return struct.pack(f"<{len(masked)}I", *masked)
 
 
 def _descriptor_set(index: int, info, binding) -> dict:
@@ -93,22 +166,23 @@ def _descriptor_set(index: int, info, binding) -> dict:
     return {"set": info.get("set_index"), "bindings": [binding(b) for b in info.get("bindings", [])]}
 
 
-def _code_hashes(path: str, module: dict, masked: frozenset[int]) -> dict:
+def _code_hashes(path: str, module: dict, calibrated: list[CalibratedOperand]) -> dict:
     if not (module.get("shader_code_available") and module.get("shader_type") == "SPIR-V"):
         return {"code_hash": None}
     code = _dumped(path, "--dump-spirv", module["index"])
     hashes = {"code_hash": _hash(code)}
-    without = mask_constants(code, masked) if masked else code
+    without = mask_operands(code, calibrated) if calibrated else code
     if without != code:
         hashes["code_hash_masked"] = _hash(without)
     return hashes
 
 
-def summarize_vgf(path: str, masked: frozenset[int] = frozenset()) -> dict:
+def summarize_vgf(path: str, calibrated: list[CalibratedOperand] = ()) -> dict:
     """Condensed VGF description: module/segment sequence, bindings with
-    resource category/format/shape, constants. No file paths. Where the
-    SPIR-V code holds constants of value in ``masked`` (see
-    :func:`mask_constants`), ``code_hash_masked`` hashes it without them."""
+    resource category/format/shape, constants. No file paths. Where a
+    module's SPIR-V code holds the ``calibrated`` operands of the TOSA graph
+    it was converted from (:func:`mask_operands`), ``code_hash_masked``
+    hashes it without them."""
     d = vgf_dump_json(path)
     resources = {r["index"]: r for r in d.get("resources", [])}
     modules = {m["index"]: m for m in d.get("modules", [])}
@@ -139,7 +213,7 @@ def summarize_vgf(path: str, masked: frozenset[int] = frozenset()) -> dict:
                 "type": m.get("type"), "name": m.get("name"), "entry_point": m.get("entry_point"),
                 "shader_type": m.get("shader_type"), "has_code": m.get("shader_code_available"),
                 # The module's code (SPIR-V: the graph or the compute shader) by hash.
-                **_code_hashes(path, m, masked),
+                **_code_hashes(path, m, calibrated),
             },
             "inputs": [binding(b) for b in s.get("inputs", [])],
             "outputs": [binding(b) for b in s.get("outputs", [])],
