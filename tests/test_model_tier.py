@@ -15,7 +15,8 @@ import torch
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES
 from vgf_conformance.cases.family import FAMILIES
-from vgf_conformance.cases.tolerances import MODEL_BOUNDS, TRAITS, resolve
+from vgf_conformance.cases.model_bounds import MODEL_BOUNDS
+from vgf_conformance.cases.tolerances import TRAITS, resolve
 from vgf_conformance.harness.report import render_markdown
 from vgf_conformance.harness.runner import CaseFailure, run_case
 from vgf_conformance.oracles import delegates as delegates_module

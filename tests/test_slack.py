@@ -71,3 +71,21 @@ def test_a_family_without_a_default_needs_a_trait_stating_every_comparison(monke
     with pytest.raises(ValueError, match=r"leaves \['vs_fake_quant', 'vs_float_dq'\] unbounded"):
         resolve(None, "models default", {"partial"}, "int8")
     assert tolerances.resolve(None, "models default", {"model-unet"}, "int8").bounds["vs_float"].bias_lsb > 0
+
+
+def test_two_int8_steps_off_in_an_int8_internal_pipeline_fail_its_measured_bound():
+    """An int16 output of an int8 program that is 2 int8 steps (516 int16
+    LSB) off fake-quant on one element: within its split-resize bound x258
+    (516.02), beyond the bound measured on int16 outputs (387)."""
+    import torch
+
+    from vgf_conformance.cases import CASES
+    from vgf_conformance.oracles.compare import compare
+
+    tolerance = CASES["resize-bilinear-ac0-down16-int16io"].get_tolerance(0)
+    expected = torch.zeros(1, 4, 4, 5)
+    got = expected.clone()
+    got[0, 1, 2, 3] = 516 / 32767  # one int16 LSB is 1/32767
+    message = tolerance.check(compare(expected, got, 1 / 32767), "vs_fake_quant")
+    assert message and "516" in message, message
+    assert tolerance.sources["vs_fake_quant.max_lsb"] == f"int8-internal {tolerances.SCALED_MEASURED}"

@@ -1,5 +1,5 @@
 """``python -m vgf_conformance model-bounds [ID...]``: measure the
-model tier's bounds (:data:`vgf_conformance.cases.tolerances.MODEL_BOUNDS`).
+model tier's bounds (:data:`vgf_conformance.cases.model_bounds.MODEL_BOUNDS`).
 
 Each model case is exported on :data:`MEASURE_SEEDS` and the worst statistics
 of each comparison over its seeds and outputs are printed with the bounds
@@ -19,7 +19,7 @@ MEASURE_SEEDS = ("", "-seed1", "-seed2")
 
 
 def propose_bounds(worst: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """The rule of :data:`vgf_conformance.cases.tolerances.MODEL_BOUNDS` applied to
+    """The rule of :data:`vgf_conformance.cases.model_bounds.MODEL_BOUNDS` applied to
     the worst statistics of one model (comparison -> max_lsb, p99_lsb,
     bias_lsb, snr_db): LSB bounds 1.5x the worst, rounded down to 0.01 (a
     bias: to 0.001; below the slack table's resolution, 0.01, counts as it); SNR floors

@@ -21,7 +21,12 @@ the bound the most:
   ``10^((snr - floor) / 20)``.
 
 A bound of 0 over measurements of 0 is **exact** (ratio 1). A bound that
-decides no output is **dead**. An output whose comparison is expected to fail
+decides no output is **dead**. A bound scaled for an output finer than its
+pipeline (``x258 (int8-internal)``: an int16 output of an int8 program) is a
+row of its own under its scaled source, in that output's LSB (its worst is
+shown in the unscaled LSB); a trait's bounds measured on the outputs it
+scales are rows of their own too (``int8-internal (measured on its scaled
+outputs)``). An output whose comparison is expected to fail
 (a declared divergence) is left out: its size is pinned by its expectation.
 
 Model bounds are measured over three input seeds
@@ -40,7 +45,8 @@ import math
 import re
 from pathlib import Path
 
-from vgf_conformance.cases.tolerances import FLOAT_PIPELINE, ORACLE_DEFAULT, PT2E_OFF, TRAITS, Tolerance
+from vgf_conformance.cases.tolerances import (FLOAT_PIPELINE, ORACLE_DEFAULT, PT2E_OFF, SCALED_MEASURED, TRAITS,
+                                              Tolerance)
 from vgf_conformance.oracles.compare import BIAS_MIN_ELEMENTS
 from vgf_conformance.oracles.references import ORACLES
 
@@ -148,6 +154,9 @@ def declared_rows(families) -> dict[tuple[str, str, str], Row]:
             for field, value in stated.items():
                 if value is not None:
                     rows[(name, what, field)] = Row(name, what, field, value)
+        for what, stated in trait.scaled_states.items():
+            for field, value in stated.items():
+                rows[(f"{name} {SCALED_MEASURED}", what, field)] = Row(f"{name} {SCALED_MEASURED}", what, field, value)
     return rows
 
 
@@ -190,7 +199,11 @@ def slack_table(cases, families, golden_dir: Path) -> list[Row]:
                         continue
                     source = tolerance.sources[f"{what}.{field}"]
                     scale = re.search(r" x(\d+) \(", source)
-                    key = (re.sub(r" x\d+ \(.*\)$", "", source), what, field)
+                    key = (source, what, field)
+                    if scale and key not in rows:  # a scaled bound: a row of its own, as it decides
+                        if (re.sub(r" x\d+ \(.*\)$", "", source), what, field) not in rows:
+                            continue  # the scaled oracle's own default
+                        rows[key] = Row(source, what, field, allowed)
                     row = rows.get(key)
                     if row is None:
                         continue  # an oracle's own default a family does not restate
@@ -202,6 +215,10 @@ def slack_table(cases, families, golden_dir: Path) -> list[Row]:
                     if row.case is None or ratio < row.ratio:
                         row.ratio, row.case = ratio, f"{case.id}#{i}"
                         row.worst = values[field] if field == "min_snr_db" else round(abs(values[field]) / unit, 4)
+    scaled_only = {(re.sub(r" x\d+ \(.*\)$", "", r.source), r.comparison, r.field)
+                   for r in rows.values() if r.outputs and re.search(r" x\d+ \(", r.source)}
+    # A bound that decides outputs only scaled is shown (and held to the rule) as its scaled rows.
+    rows = {key: row for key, row in rows.items() if row.outputs or key not in scaled_only}
     return sorted(rows.values(), key=lambda r: (r.source, r.comparison, FIELDS.index(r.field)))
 
 

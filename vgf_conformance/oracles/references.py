@@ -124,11 +124,13 @@ def _float_dq(subject: Subject) -> list[torch.Tensor]:
 #: Each oracle's default bound decides the outputs of families that do not
 #: restate it; each is at most 1.5x the worst it decides (python -m
 #: vgf_conformance.harness.slack): vs_fake_quant 1 LSB (one rounding may differ,
-#: measured 1), bias 0.3 (0.215); vs_float_dq 1 LSB (0.85), bias 0.36 (0.25);
+#: measured 1), bias 0.3 (0.215); vs_float_dq 0.75 LSB (0.5: the output's own
+#: rounding; the 0.85 once measured was an int16 output of an int8 program,
+#: bounded by the int8-internal trait's own measurement now), bias 0.36 (0.25);
 #: vs_float 2 LSB (1.75), bias 0.3 (0.206).
 ORACLES: dict[str, Oracle] = {o.name: o for o in (
     Oracle("vs_fake_quant", "the PT2E fake-quantized program", fake_quant_program, Bound(1.0, bias_lsb=0.3),
            checks_code_range=True),
-    Oracle("vs_float_dq", "the float model on the dequantized inputs", _float_dq, Bound(1.0, bias_lsb=0.36)),
+    Oracle("vs_float_dq", "the float model on the dequantized inputs", _float_dq, Bound(0.75, bias_lsb=0.36)),
     Oracle("vs_float", "the float model", float_model, Bound(2.0, bias_lsb=0.3)),
 )}

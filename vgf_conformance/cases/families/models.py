@@ -12,7 +12,7 @@ a p99 and a bias bound.
 Each model's bounds are measured (``python -m vgf_conformance model-bounds
 [CASE_ID...]`` prints the worst over three input seeds and the bounds the rule
 gives) and stated in
-:data:`vgf_conformance.cases.tolerances.MODEL_BOUNDS` (its trait ``model-<name>``);
+:data:`vgf_conformance.cases.model_bounds.MODEL_BOUNDS` (its trait ``model-<name>``);
 Vulkan stays bit-exact with the TOSA-reference path.
 """
 
