@@ -43,8 +43,10 @@ def graph_module(rescales: list[tuple[int, int]], clamp: float = 127.0) -> bytes
 
 def tosa_ops(rescales: list[tuple[int, int]]) -> list[dict]:
     """The TOSA summary's operators of the same graph."""
-    return [{"op": "CLAMP", "attrs": {"min_val": -127.0, "max_val": 127.0}}] + [
-        {"op": "RESCALE", "attrs": {"multiplier": [m], "shift": [s], "input_zp": 0}} for m, s in rescales]
+    roles = ["input", "multiplier", "shift", "input_zp", "output_zp"]
+    return [{"op": "CLAMP", "attrs": {"min_val": -127.0, "max_val": 127.0}, "operand_roles": ["input"]}] + [
+        {"op": "RESCALE", "attrs": {"multiplier": [m], "shift": [s], "input_zp": 0}, "operand_roles": roles}
+        for m, s in rescales]
 
 
 def golden(rescales: list[tuple[int, int]], code: bytes) -> dict:
@@ -111,6 +113,12 @@ def test_every_graph_with_a_rescale_has_its_code_masked():
     assert not unmasked
 
 
-def test_a_float_graphs_bias_is_not_a_calibrated_operand():
-    ops = [{"op": "CONV2D", "attrs": {"bias": [0.25, -1.5]}}, {"op": "CONV2D", "attrs": {"bias": [12, -7]}}]
-    assert [(o.kind, o.ordinal, o.values) for o in calibrated_operands(ops)] == [("CONV2D", 1, (12, -7))]
+def test_integer_calibrated_operands_and_float_constants_are_masked_as_their_words():
+    roles = ["input", "weight", "bias", "input_zp", "weight_zp"]
+    ops = [{"op": "CONV2D", "attrs": {"bias": [0.25, -1.5]}, "operand_roles": roles},
+           {"op": "CONV2D", "attrs": {"bias": [12, -7], "input_zp": -3}, "operand_roles": roles},
+           {"op": "MUL", "attrs": {"input2": [0.00993198], "shift": [0]}, "operand_roles": ["input1", "input2", "shift"]}]
+    assert [(o.kind, o.ordinal, o.from_end, o.values) for o in calibrated_operands(ops)] == [
+        ("CONV2D", 0, 3, (0x3E800000, 0xBFC00000)),  # a float graph's bias: its float32 bits
+        ("CONV2D", 1, 3, (12, -7)),
+        ("MUL", 0, 2, (struct.unpack("<I", struct.pack("<f", 0.00993198))[0],))]  # not the int shift

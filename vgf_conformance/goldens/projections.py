@@ -263,26 +263,35 @@ def vgf_file(path: Path) -> dict:
 
 
 def calibrated_operands(operators: list[dict]) -> list:
-    """Where a TOSA graph's calibrated operands sit (a RESCALE's multiplier
-    and shift, a convolution's bias: ``TOLERANT_OPERANDS``, compared within a
-    band), with their values: what masks them in its SPIR-V
+    """Where a TOSA graph's calibrated operands sit, with their values as
+    32-bit words: each RESCALE's multiplier and shift and each convolution's
+    integer bias (``TOLERANT_OPERANDS``), and every float constant operand
+    (a float graph's quantize and dequantize scales, as MUL operands: its
+    last bit moves with oneDNN's ISA). What masks them in the graph's SPIR-V
     (:func:`vgf_conformance.goldens.vgf_reader.mask_operands`; a bias held as
     a graph constant is recorded by ``golden_vgf`` instead)."""
+    import struct
     from collections import Counter
 
     from vgf_conformance.goldens.vgf_reader import CalibratedOperand
-    from vgf_conformance.tosa.reader import OPERAND_NAMES, TOLERANT_OPERANDS
+    from vgf_conformance.tosa.reader import TOLERANT_OPERANDS
 
     counts = Counter(op["op"] for op in operators)
     seen: Counter = Counter()
     operands = []
     for op in operators:
-        kind = op["op"]
-        roles = OPERAND_NAMES.get(kind, [])
-        operands += [CalibratedOperand(kind, seen[kind], counts[kind], len(roles) - roles.index(role), tuple(values))
-                     for role in TOLERANT_OPERANDS.get(kind, ())
-                     if isinstance(values := op["attrs"].get(role), list)
-                     and all(isinstance(v, int) for v in values)]  # a float graph's bias is no calibrated code
+        kind, roles = op["op"], op.get("operand_roles", [])
+        for place, role in enumerate(roles):
+            values = op["attrs"].get(role)
+            if not isinstance(values, list) or not values:
+                continue
+            if role in TOLERANT_OPERANDS.get(kind, ()) and all(isinstance(v, int) for v in values):
+                words = tuple(values)
+            elif all(isinstance(v, float) for v in values):
+                words = tuple(struct.unpack("<I", struct.pack("<f", v))[0] for v in values)
+            else:
+                continue
+            operands.append(CalibratedOperand(kind, seen[kind], counts[kind], len(roles) - place, words))
         seen[kind] += 1
     return operands
 

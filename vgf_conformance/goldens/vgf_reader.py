@@ -72,9 +72,18 @@ _SPIRV_HEADER_WORDS = 5
 _OP_EXT_INST_IMPORT, _OP_EXT_INST, _OP_CONSTANT, _OP_CONSTANT_COMPOSITE = 11, 12, 43, 44
 #: The extended instruction set of a VGF graph module's TOSA operators.
 TOSA_INSTRUCTION_SET = "TOSA."
-#: The instruction numbers of TOSA.001000.1 (the TOSA 1.0 specification's
-#: operator order) of the operators with calibrated operands.
-TOSA_INSTRUCTIONS = {"CONV2D": 2, "CONV3D": 3, "DEPTHWISE_CONV2D": 4, "TRANSPOSE_CONV2D": 9, "RESCALE": 65}
+#: TOSA.001000.1's operators by instruction number: the TOSA 1.0
+#: specification's operator order (checked against the converter's modules:
+#: tests/test_vgf_mask.py).
+TOSA_INSTRUCTIONS = {name: number for number, name in enumerate((
+    "ARGMAX", "AVG_POOL2D", "CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "FFT2D", "MATMUL", "MAX_POOL2D", "RFFT2D",
+    "TRANSPOSE_CONV2D", "CLAMP", "ERF", "SIGMOID", "TANH", "ADD", "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND",
+    "BITWISE_OR", "BITWISE_XOR", "INTDIV", "LOGICAL_AND", "LOGICAL_LEFT_SHIFT", "LOGICAL_RIGHT_SHIFT", "LOGICAL_OR",
+    "LOGICAL_XOR", "MAXIMUM", "MINIMUM", "MUL", "POW", "SUB", "TABLE", "ABS", "BITWISE_NOT", "CEIL", "CLZ", "COS",
+    "EXP", "FLOOR", "LOG", "LOGICAL_NOT", "NEGATE", "RECIPROCAL", "RSQRT", "SIN", "SELECT", "EQUAL", "GREATER",
+    "GREATER_EQUAL", "REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT", "REDUCE_SUM",
+    "CONCAT", "PAD", "RESHAPE", "REVERSE", "SLICE", "TILE", "TRANSPOSE", "GATHER", "SCATTER", "RESIZE", "CAST",
+    "RESCALE"))}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -231,6 +231,7 @@ def _summarize_block(B: _Block, include_names, include_fb_index, hash_constants)
                 o["name"] = n
             outs.append(o)
             producer[n] = f"op[{k}].out[{j}]"
+        entry["operand_roles"] = [d["role"] for d in operands]  # every operand, in order
         entry["inputs"] = [d for d in operands if "const" not in d]
         big = {d["role"]: d["const"] for d in operands if "const" in d and "value" not in d["const"]}
         if big:
