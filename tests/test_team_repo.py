@@ -181,6 +181,7 @@ def _in_venv(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = Non
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.expensive("a fresh venv with the whole stack")
 def test_a_wheel_in_a_fresh_venv_beside_tosa_tools_imports_its_own_modules(fresh_venv, tmp_path):
     probe = _in_venv(fresh_venv, "-c", textwrap.dedent("""
         import importlib.metadata as md, json, pathlib
@@ -203,6 +204,7 @@ def test_a_wheel_in_a_fresh_venv_beside_tosa_tools_imports_its_own_modules(fresh
 
 
 @pytest.mark.parametrize("autoload", ["on", "off"])
+@pytest.mark.expensive("a fresh venv with the whole stack")
 def test_a_wheel_in_a_fresh_venv_runs_the_team_repository(fresh_venv, tmp_path, autoload):
     team = tmp_path / "team"
     shutil.copytree(EXAMPLE, team, ignore=shutil.ignore_patterns("__pycache__", "out"))

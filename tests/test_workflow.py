@@ -160,6 +160,7 @@ def test_the_rules_catch_the_workflows_old_faults():
 # ---------------------------------------------------------------------------
 # The upgrade command runs to the end
 # ---------------------------------------------------------------------------
+@pytest.mark.expensive("the quick tier through scripts/candidate.sh")
 def test_candidate_runs_to_the_end_on_a_long_summary(tmp_path):
     """scripts/candidate.sh on the quick tier (report.md is over 80 lines
     before any "Not passing"): it prints the summary and exits 0, where a
