@@ -23,6 +23,7 @@ import pytest
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
 from vgf_conformance.harness import golden_keeper, options, recording, skips
+from vgf_conformance.harness.plan import item_case
 from vgf_conformance.harness.progress import case_of
 from vgf_conformance.harness.session import Session, session_cases
 
@@ -62,7 +63,7 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session) -> None:
     config = session.config
-    if session.items:  # a process that runs tests (an xdist worker, or a run without xdist)
+    if any(item_case(item) is not None for item in session.items):  # a process that runs cases
         from vgf_conformance.harness.runner import tune_gc
 
         tune_gc()

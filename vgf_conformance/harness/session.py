@@ -87,7 +87,10 @@ class Session:
                 deselect(items=others)
                 items[:] = [item for item in items if plan.item_case(item) is not None]
         shard = options.shard(self.config)
-        seconds = self.durations if items else None
+        # A run without the suite's case tests (a team's other tests, a nested
+        # stand-in suite) never loads the case table: its import is torch's.
+        has_cases = any(plan.item_case(item) is not None for item in items)
+        seconds = self.durations if items and (has_cases or shard is not None) else None
         if shard is not None:
             assignment, loads = plan.shard_assignment(self.cases(), shard[1], self.quick, seconds)
             # Tests that are not per case and that the durations file does not
@@ -102,8 +105,8 @@ class Session:
             if drop:
                 deselect(items=drop)
                 items[:] = keep
-        mark_expected_failures(items, self.cases() if items else {})
-        if any(plan.item_case(item) for item in items):
+        if has_cases:
+            mark_expected_failures(items, self.cases())
             items[:] = plan.order_items(items, self.plan, seconds)
 
     def case_params(self) -> list:
