@@ -308,7 +308,7 @@ def test_finds_and_shrinks_a_planted_numerics_fault(tmp_path):
 def test_a_hanging_draw_is_killed_and_recorded(tmp_path):
     findings, _ = _explore(
         tmp_path, "hang-channels:1", "--family", "resize", "--resize-mode", "bilinear-ac0", "--seed", "2",
-        "--budget", "25s", "--draw-timeout", "3", "--max-draws", "4", "--max-channels", "2",
+        "--budget", "30s", "--draw-timeout", "4", "--max-draws", "4", "--max-channels", "2",
         "--max-batch", "1", "--max-in", "8", "--max-out", "8", "--shrink-share", "0.3")
     groups = {g["signature"]: g for g in findings["groups"]}
     assert groups["hang"]["minimal"]["params"]["channels"] == 1
