@@ -44,6 +44,9 @@ def pytest_terminal_summary(terminalreporter, config):
     if config.getoption("--run-expensive"):
         return
     deselected = config.stash.get(_DESELECTED, [])
+    xdist_controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+    if not deselected and not xdist_controller:
+        return
     names = ": " + ", ".join(sorted({nodeid.split("[")[0] for nodeid in deselected})) if deselected else ""
     # Under xdist the workers deselect: the controller says so without the names.
     terminalreporter.write_line(f"tests marked {EXPENSIVE} were deselected (the nightly runs them; "

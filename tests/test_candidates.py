@@ -1,12 +1,9 @@
 """Candidates (pin sets on top of the lock), their findings, and the
 compatibility matrix (``python -m vgf_conformance report compat``)."""
 
-import copy
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -10,7 +10,6 @@ read, so each shows that the bounds alone stand guard."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np

@@ -8,7 +8,6 @@ import dataclasses
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES, FAMILIES, Expectation

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import torch
 
 from vgf_conformance.oracles import vulkan
 from vgf_conformance.oracles.vulkan import runner as vulkan_runner
@@ -20,7 +19,7 @@ from vgf_conformance.oracles.vulkan import scenario as vulkan_scenario
 from vgf_conformance.cases.op_models import GridSample
 from vgf_conformance.oracles.numerics import measure
 from vgf_conformance.cases import FAMILIES, Case, InputSpec
-from vgf_export import export_model, grid_qspec, image_qspec
+from vgf_export import export_model
 from vgf_export.names import GRID_SAMPLER_BACKEND, VGF_BACKEND
 
 

@@ -84,7 +84,7 @@ def write(paths: ArtifactPaths, edge_program, report: ExportReport, *, pin_layou
     paths.delegates.mkdir(parents=True, exist_ok=True)
     graph_module = edge_program.exported_program().graph_module
     for index, lowered in enumerate(lowered_modules(graph_module)):
-        def target(suffix: str) -> Path:
+        def target(suffix: str, index=index, lowered=lowered) -> Path:  # this delegate's, bound now
             return paths.delegates / names.delegate_file_name(index, lowered.backend_id, suffix)
 
         if lowered.backend_id == names.VGF_BACKEND:

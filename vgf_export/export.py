@@ -35,7 +35,6 @@ from vgf_export.grid_sampler_backend import (
     GridSamplerOnlyPartitioner,
     pad_rgb_grid_sampler_channels_pass,
 )
-from vgf_export.names import STAGES
 from vgf_export.partitioner import VgfPartitionerWrapper, make_vgf_partitioner
 from vgf_export.patches import BILINEAR_SCALE_FACTOR, apply_arm_backend_monkey_patch
 from vgf_export.passes import (

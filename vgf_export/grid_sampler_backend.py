@@ -311,7 +311,7 @@ def pad_rgb_grid_sampler_channels_pass(graph_module: GraphModule) -> int:
         node.meta["val"] = node.target(pad.meta["val"], node.args[1].meta["val"], *node.args[2:])
         with graph.inserting_after(node):
             sliced = graph.call_function(torch.ops.aten.slice.Tensor, (node, 1, 0, 3))
-        node.replace_all_uses_with(sliced, delete_user_cb=lambda user: user is not sliced)
+        node.replace_all_uses_with(sliced, delete_user_cb=lambda user, sliced=sliced: user is not sliced)
         sliced.meta = dict(node.meta)
         sliced.meta["val"] = old_val
         rewritten += 1

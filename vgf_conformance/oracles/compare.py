@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: torch is imported where tensors are computed on
+    import torch
 
 # torch is imported where tensors are computed on: the report (on the xdist
 # controller, which runs no case) reads Bound without it.

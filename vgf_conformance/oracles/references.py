@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from vgf_conformance.oracles.compare import Bound
+
+if TYPE_CHECKING:  # annotations only: torch is imported where tensors are computed on
+    import torch
 
 # torch (and vgf_export, which needs it) are imported where references are
 # computed: the report, on the xdist controller, reads ORACLES without them.
