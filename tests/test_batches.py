@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from vgf_conformance.harness import batches
+from vgf_conformance.harness.plan import order_items, plan_batches, shard_members
 from vgf_conformance.oracles.vulkan import VulkanCheck, VulkanRunError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -20,23 +21,23 @@ REPO = Path(__file__).resolve().parent.parent
 def test_plan_deals_cases_per_tier_and_shard():
     ids = [f"c{i:02d}" for i in range(10)]
     quick = {"c01", "c04", "c07"}
-    plan = batches.plan_batches(ids, quick, size=3)
+    plan = plan_batches(ids, quick, size=3)
     assert [c for c in ids if plan[c] == "quick-batch01"] == ["c01", "c04", "c07"]
     # Equal weights (no durations): dealt over ceil(7/3) = 3 batches in id order.
     assert [c for c in ids if plan[c] == "full-batch01"] == ["c00", "c05", "c09"]
     assert [c for c in ids if plan[c] == "full-batch03"] == ["c03", "c08"]
-    sharded = batches.plan_batches(ids, quick, size=3, shard=(2, 2))
-    members = batches.shard_members(ids, (2, 2), quick)
+    sharded = plan_batches(ids, quick, size=3, shard=(2, 2))
+    members = shard_members(ids, (2, 2), quick)
     assert members == ["c00", "c03", "c04", "c06", "c09"]
     assert [c for c in ids if sharded[c] == "quick-batch01"] == ["c04"]
     assert sorted(c for c in ids if sharded[c].startswith("full-batch")) == ["c00", "c03", "c06", "c09"]
     assert sharded["c01"] == "c01"  # another shard's case: its own group
     # Two workers: as many batches for each (ceil(7/3) = 3, rounded up to 4).
-    assert len({plan for plan in batches.plan_batches(ids, quick, size=3, workers=2).values()
+    assert len({plan for plan in plan_batches(ids, quick, size=3, workers=2).values()
                 if plan.startswith("full")}) == 4
-    assert batches.plan_batches(ids, quick, size=1) == {c: c for c in ids}
+    assert plan_batches(ids, quick, size=1) == {c: c for c in ids}
     with pytest.raises(ValueError, match="--vgf-vulkan-batch must be at least 1, got 0"):
-        batches.plan_batches(ids, quick, size=0)
+        plan_batches(ids, quick, size=0)
 
 
 def _item(name, case=None):
@@ -51,7 +52,7 @@ def test_order_puts_each_batch_together_with_its_vulkan_tests_last():
     for case in "abc":
         items += [_item("test_export", case), _item("test_vulkan", case), _item("test_golden", case)]
     items.append(_item("test_ledger"))
-    order = [item.name for item in batches.order_items(items, plan)]
+    order = [item.name for item in order_items(items, plan)]
     assert order == [
         "test_setup[None]",
         "test_export[a]", "test_golden[a]", "test_export[b]", "test_golden[b]",
@@ -74,7 +75,7 @@ def test_collected_suite_runs_each_batch_vulkan_last():
     assert {n[n.index("[") + 1:n.rindex("]")] for n in nodeids} == set(quick)
     from vgf_conformance.harness import durations
 
-    plan = batches.plan_batches(CASES, set(quick), 5, seconds=durations.load(None).restricted(CASES))
+    plan = plan_batches(CASES, set(quick), 5, seconds=durations.load(None).restricted(CASES))
     positions = defaultdict(list)
     for index, nodeid in enumerate(nodeids):
         case = nodeid[nodeid.index("[") + 1:nodeid.rindex("]")]

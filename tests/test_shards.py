@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import batches, durations
+from vgf_conformance.harness import durations
+from vgf_conformance.harness.plan import order_items, plan_batches, shard_assignment, shard_members
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -49,40 +50,38 @@ def test_long_tests_that_are_not_per_case_are_dealt_with_the_cases_not_on_top(co
     together with the cases, longest first: dealt on top of shards already
     even, 4 full-matrix shards were 18 % apart (scripts/benchmark.py
     --shards-of full)."""
-    from vgf_conformance.harness import plan
-
     cases, quick = _table()
     others = {"vgf_conformance/test_workarounds.py::test_slow": 60.0, "vgf_conformance/test_workarounds.py::test_b": 40.0}
     known = durations.Durations({**cases, **others})
-    assignment, loads = plan.shard_assignment(cases, count, quick, known)
+    assignment, loads = shard_assignment(cases, count, quick, known)
     assert set(others) <= set(assignment) and _spread(loads) < 0.10, loads
-    assert plan.shard_members(cases, (1, count), quick, known) == sorted(
+    assert shard_members(cases, (1, count), quick, known) == sorted(
         c for c in cases if assignment[c] == 0)  # the plan's membership: cases only, the same split
     # The fault it exists for: the cases balanced alone, those tests on top.
-    alone, case_loads = plan.shard_assignment(cases, count, quick, cases.get)
+    alone, case_loads = shard_assignment(cases, count, quick, cases.get)
     assert _spread(durations.balance(others, count, case_loads)[1]) > 0.10
 
 
 @pytest.mark.parametrize("count", [2, 4])
 def test_shards_by_seconds_are_within_ten_percent_where_round_robin_is_not(count):
     seconds, quick = _table()
-    balanced = [sum(seconds[c] for c in batches.shard_members(seconds, (i, count), quick, seconds.get))
+    balanced = [sum(seconds[c] for c in shard_members(seconds, (i, count), quick, seconds.get))
                 for i in range(1, count + 1)]
-    round_robin = [sum(seconds[c] for c in batches.shard_members(seconds, (i, count), quick))
+    round_robin = [sum(seconds[c] for c in shard_members(seconds, (i, count), quick))
                    for i in range(1, count + 1)]
     assert _spread(balanced) < 0.10, balanced
     assert _spread(round_robin) > 0.10, round_robin  # the fault the balance exists for
     # The quick tier alone (-m quick) is balanced too: it is dealt first.
-    quick_loads = [sum(seconds[c] for c in batches.shard_members(seconds, (i, count), quick, seconds.get)
+    quick_loads = [sum(seconds[c] for c in shard_members(seconds, (i, count), quick, seconds.get)
                        if c in quick) for i in range(1, count + 1)]
     assert max(quick_loads) - min(quick_loads) <= max(seconds[c] for c in quick)
 
 
 def test_shards_cover_the_table_once():
     seconds, quick = _table()
-    shards = [batches.shard_members(seconds, (i, 3), quick, seconds.get) for i in (1, 2, 3)]
+    shards = [shard_members(seconds, (i, 3), quick, seconds.get) for i in (1, 2, 3)]
     assert sorted(c for s in shards for c in s) == sorted(seconds)
-    assert batches.shard_members(seconds, None) == sorted(seconds)
+    assert shard_members(seconds, None) == sorted(seconds)
 
 
 def test_the_repository_durations_balance_the_built_in_table():
@@ -94,13 +93,13 @@ def test_the_repository_durations_balance_the_built_in_table():
     assert len(seconds.seconds) > len(CASES) // 2, "vgf_conformance/durations.json misses most cases: refresh it"
     quick = {c for c, case in CASES.items() if case.quick}
     for count in (2, 4):
-        _, loads = batches.shard_assignment(CASES, count, quick, seconds)
+        _, loads = shard_assignment(CASES, count, quick, seconds)
         assert _spread(loads) < 0.10, (count, loads)
 
 
 def test_batches_are_a_multiple_of_the_workers_and_about_equal():
     seconds, quick = _table()
-    plan = batches.plan_batches(seconds, quick, size=8, seconds=seconds.get, workers=2)
+    plan = plan_batches(seconds, quick, size=8, seconds=seconds.get, workers=2)
     full = {}
     for case, batch in plan.items():
         full.setdefault(batch, []).append(case)
@@ -111,8 +110,8 @@ def test_batches_are_a_multiple_of_the_workers_and_about_equal():
     loads = [sum(seconds[c] for c in full[b]) for b in full_batches]
     assert max(loads) - min(loads) <= 6.0  # within the longest case
     # A shard's batches hold only its cases; the other cases keep their own group.
-    sharded = batches.plan_batches(seconds, quick, size=8, shard=(2, 2), seconds=seconds.get, workers=2)
-    members = set(batches.shard_members(seconds, (2, 2), quick, seconds.get))
+    sharded = plan_batches(seconds, quick, size=8, shard=(2, 2), seconds=seconds.get, workers=2)
+    members = set(shard_members(seconds, (2, 2), quick, seconds.get))
     assert all((sharded[c] == c) == (c not in members) for c in seconds)
 
 
@@ -129,7 +128,7 @@ def test_order_puts_the_longest_work_first():
     seconds = {"a": 5.0, "b": 1.0, "c": 1.0, "vgf_conformance/test_x.py::test_long": 9.0}.get
     items = [_item("test_export", c) for c in "abc"] + [_item("test_vulkan", c) for c in "abc"]
     items.append(_item("test_long", nodeid="vgf_conformance/test_x.py::test_long"))
-    order = [item.name for item in batches.order_items(items, plan, seconds)]
+    order = [item.name for item in order_items(items, plan, seconds)]
     assert order == ["test_long[None]", "test_export[a]", "test_vulkan[a]",
                      "test_export[b]", "test_export[c]", "test_vulkan[b]", "test_vulkan[c]"]
 
