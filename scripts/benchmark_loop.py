@@ -30,6 +30,12 @@ REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"tests": 170.0, "quick tier": 60.0, "CI (.ci/run, fresh clone)": 600.0}
 
 
+def _summary(output: str) -> str:
+    """pytest's last line of counts ("615 passed, 3 skipped in 426.1s")."""
+    return next((line.strip("= ") for line in reversed(output.splitlines())
+                 if re.search(r"\d+ (passed|failed|error)", line) and " in " in line), "")
+
+
 def _timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, str, int]:
     started = time.monotonic()
     done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
@@ -46,9 +52,7 @@ def _pytest(name: str, workers: int, *args: str) -> dict:
     command = [sys.executable, "-m", "pytest", "-n", str(workers), "-p", "no:cacheprovider", "-q",
                "--durations=10", *args]
     seconds, output, code = _timed(command, REPO)
-    summary = next((line for line in reversed(output.splitlines()) if " in " in line and "=" in line), "")
-    return {"name": name, "seconds": seconds, "code": code, "summary": summary.strip("= "),
-            "slowest": _slowest(output)}
+    return {"name": name, "seconds": seconds, "code": code, "summary": _summary(output), "slowest": _slowest(output)}
 
 
 def _fresh_clone_ci() -> dict:
@@ -56,8 +60,7 @@ def _fresh_clone_ci() -> dict:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
         seconds, output, code = _timed(["bash", ".ci/run"], clone, {"CI": "true"})
-    summary = next((line for line in reversed(output.splitlines()) if " in " in line and "=" in line), "")
-    return {"name": "CI (.ci/run, fresh clone)", "seconds": seconds, "code": code, "summary": summary.strip("= "),
+    return {"name": "CI (.ci/run, fresh clone)", "seconds": seconds, "code": code, "summary": _summary(output),
             "slowest": _slowest(output)}
 
 
