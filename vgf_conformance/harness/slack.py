@@ -122,6 +122,11 @@ def _ratio(field: str, allowed: float, measured) -> float:
     return allowed / measured if measured else math.inf
 
 
+def _unscaled(source: str) -> str:
+    """A scaled bound's source without its scale: ``split-resize x258 (int8-internal)`` -> ``split-resize``."""
+    return re.sub(r" x\d+ \(.*\)$", "", source)
+
+
 def _model_seeds() -> dict:
     return json.loads(MODEL_SEEDS_FILE.read_text()) if MODEL_SEEDS_FILE.exists() else {}
 
@@ -201,7 +206,7 @@ def slack_table(cases, families, golden_dir: Path) -> list[Row]:
                     scale = re.search(r" x(\d+) \(", source)
                     key = (source, what, field)
                     if scale and key not in rows:  # a scaled bound: a row of its own, as it decides
-                        if (re.sub(r" x\d+ \(.*\)$", "", source), what, field) not in rows:
+                        if (_unscaled(source), what, field) not in rows:
                             continue  # the scaled oracle's own default
                         rows[key] = Row(source, what, field, allowed)
                     row = rows.get(key)
@@ -215,7 +220,7 @@ def slack_table(cases, families, golden_dir: Path) -> list[Row]:
                     if row.case is None or ratio < row.ratio:
                         row.ratio, row.case = ratio, f"{case.id}#{i}"
                         row.worst = values[field] if field == "min_snr_db" else round(abs(values[field]) / unit, 4)
-    scaled_only = {(re.sub(r" x\d+ \(.*\)$", "", r.source), r.comparison, r.field)
+    scaled_only = {(_unscaled(r.source), r.comparison, r.field)
                    for r in rows.values() if r.outputs and re.search(r" x\d+ \(", r.source)}
     # A bound that decides outputs only scaled is shown (and held to the rule) as its scaled rows.
     rows = {key: row for key, row in rows.items() if row.outputs or key not in scaled_only}
