@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vgf_conformance.harness.batches import Batches
-from vgf_conformance.harness.hangs import EXIT_STATUS, Notes
+from vgf_conformance.harness.hangs import EXIT_STATUS, TRACE_CHARS, Notes
 from vgf_conformance.harness.runner import CaseTimeout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,3 +56,16 @@ def test_a_case_that_ends_in_time_leaves_no_note(tmp_path):
     with Notes(tmp_path).deadline("a-case", 30):
         pass
     assert Notes(tmp_path).read("a-case") is None and not list(tmp_path.iterdir())
+
+
+def test_a_long_stack_trace_keeps_the_cases_own_thread(tmp_path):
+    # faulthandler lists the newest thread first: the case's, started for its run.
+    # A worker's plumbing (pytest, execnet) follows, longer under a long install path.
+    plumbing = "".join(f'  File "/a/long/install/path/site-packages/_pytest/m{i}.py", line 1 in f\n'
+                       for i in range(600))
+    (tmp_path / "a-case.trace").write_text('Thread 0x1 (most recent call first):\n'
+                                           '  File "conftest.py", line 9 in _holds_the_gil\n\n'
+                                           f'Thread 0x2 (most recent call first):\n{plumbing}')
+    stage, message = Notes(tmp_path).read("a-case")
+    assert stage is None and "in _holds_the_gil" in message
+    assert "more characters of the trace cut" in message and len(message) < TRACE_CHARS + 500

@@ -40,6 +40,17 @@ NOTES_KEY = "vgf_hang_notes"
 GRACE = 10.0
 #: The exit status of a worker that ended itself for a hung case (faulthandler's).
 EXIT_STATUS = 1
+#: How much of a GIL-holding hang's stack trace the note keeps (faulthandler
+#: allows 100 threads of 100 frames): its start, where the case's thread is.
+TRACE_CHARS = 20_000
+
+
+def _head(trace: str) -> str:
+    """The start of a stack trace: faulthandler lists the newest thread (the
+    case's own, started for its run) first, the worker's plumbing after it."""
+    if len(trace) <= TRACE_CHARS:
+        return trace
+    return f"{trace[:TRACE_CHARS]}\n[... {len(trace) - TRACE_CHARS} more characters of the trace cut]"
 
 
 def _name(case_id: str) -> str:
@@ -79,7 +90,7 @@ class Notes:
         if trace.exists() and trace.stat().st_size:
             return None, (f"the case hung holding the GIL (the watchdog could not run): its process "
                                f"was ended {GRACE:g} s after --vgf-case-timeout; every thread's stack:\n"
-                               f"{trace.read_text(errors='replace')[-6000:]}")
+                               f"{_head(trace.read_text(errors='replace'))}")
         return None
 
     @contextlib.contextmanager
