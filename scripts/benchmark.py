@@ -134,7 +134,7 @@ import sys, time, json, tempfile
 from pathlib import Path
 from vgf_conformance.cases import CASES
 from vgf_export import export_model
-from vgf_conformance.harness.runner import tune_gc
+from vgf_conformance.harness.execution.runner import tune_gc
 from vgf_conformance.speed_patches import enable
 enable()  # as the suite's exports do
 tune_gc()  # as the suite's processes do after collection: like for like
@@ -192,7 +192,7 @@ def shards(counts: list[int], out: Path, workers: str, select: list[str],
     side by side (each with one worker, so that all see the same load of a
     shared machine): predicted and measured."""
     from vgf_conformance.cases import CASES
-    from vgf_conformance.harness import durations
+    from vgf_conformance.harness.schedule import durations
 
     seconds = durations.load(None).restricted(CASES)
     rows = []

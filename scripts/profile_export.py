@@ -1,6 +1,6 @@
 """Where the export time goes: profile ``export_model`` on cases of the table.
 
-Exports each case in one process, the way ``vgf_conformance.harness.runner.run_case``
+Exports each case in one process, the way ``vgf_conformance.harness.execution.runner.run_case``
 does (``case.model()``, ``case.make_inputs()``, ``case.export_kwargs()``), after
 one warm-up export so that imports and one-time costs show up apart. Prints
 

@@ -10,7 +10,7 @@ request that touches export, quantization or goldens
 
 import pytest
 
-from vgf_conformance.harness.skips import VULKAN_UNAVAILABLE
+from vgf_conformance.harness.reporting.skips import VULKAN_UNAVAILABLE
 from vgf_conformance.oracles import vulkan
 
 pytest_plugins = ("pytester",)

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from vgf_conformance.harness import batches
-from vgf_conformance.harness.plan import order_items, plan_batches, shard_members
+from vgf_conformance.harness.execution import batches
+from vgf_conformance.harness.schedule.plan import order_items, plan_batches, shard_members
 from vgf_conformance.oracles.vulkan import VulkanCheck, VulkanRunError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def test_collected_suite_runs_each_batch_vulkan_last():
 
     quick = sorted(c for c, case in CASES.items() if case.quick)
     assert {n[n.index("[") + 1:n.rindex("]")] for n in nodeids} == set(quick)
-    from vgf_conformance.harness import durations
+    from vgf_conformance.harness.schedule import durations
 
     plan = plan_batches(CASES, set(quick), 5, seconds=durations.load(None).restricted(CASES))
     positions = defaultdict(list)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import compat, preflight
-from vgf_conformance.harness.diff import load_report
-from vgf_conformance.harness.report import build_report
+from vgf_conformance.harness.candidates import compat, preflight
+from vgf_conformance.harness.reporting.diff import load_report
+from vgf_conformance.harness.reporting.records import build_report
 from vgf_conformance.report import main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from vgf_conformance.cases import CASES, Expectation, STAGES
-from vgf_conformance.harness.session import case_params, mark_expected_failures
-from vgf_conformance.harness.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
+from vgf_conformance.harness.plugin.session import case_params, mark_expected_failures
+from vgf_conformance.harness.execution.runner import CaseFailure, CaseRun, ExpectedStageFailure, StageFailure
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -155,7 +155,7 @@ import sys, tempfile
 from pathlib import Path
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens import serialize
-from vgf_conformance.harness.runner import run_case
+from vgf_conformance.harness.execution.runner import run_case
 print(serialize(run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp())).golden))
 """
 
@@ -177,7 +177,7 @@ def test_a_case_runs_on_a_fresh_stack_with_the_callers_context():
     import inspect
     import threading
 
-    from vgf_conformance.harness.runner import on_a_fresh_stack
+    from vgf_conformance.harness.execution.runner import on_a_fresh_stack
 
     var = contextvars.ContextVar("var")
     var.set("the caller's")
@@ -203,7 +203,7 @@ def test_a_case_is_built_once_per_run(tmp_path, monkeypatch):
     """run_case builds a case's model and inputs once: the export, the
     oracles and the golden's case section all see the same ones."""
     from vgf_conformance.cases import Case
-    from vgf_conformance.harness.runner import run_case
+    from vgf_conformance.harness.execution.runner import run_case
 
     case = CASES["resize-bilinear-ac0-up2-int8io"]
     models, inputs = [], []

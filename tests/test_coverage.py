@@ -12,8 +12,8 @@ import pytest
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens.features import features, tosa_op_features
 from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
-from vgf_conformance.harness.coverage import case_features, describe_missing, pick, uncovered
-from vgf_conformance.harness.durations import load
+from vgf_conformance.harness.schedule.coverage import case_features, describe_missing, pick, uncovered
+from vgf_conformance.harness.schedule.durations import load
 
 SECONDS = load(None).restricted(CASES)
 QUICK = {c for c, case in CASES.items() if case.quick}

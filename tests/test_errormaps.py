@@ -1,4 +1,4 @@
-"""Error maps (vgf_conformance/harness/errormaps.py): the layout, the sign and the
+"""Error maps (vgf_conformance/harness/reporting/errormaps.py): the layout, the sign and the
 scale of the error, the maps of a real case are of the data its check failed
 on, only cases that need maps get them, and a map that cannot be drawn never
 hides the failure it was drawn for."""
@@ -16,10 +16,10 @@ import torch
 
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES
-from vgf_conformance.harness import errormaps
-from vgf_conformance.harness.errormaps import MAP_DIR, as_nchw, case_outputs, write_case_maps, write_maps
-from vgf_conformance.harness.recording import REPORT_KEY
-from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.harness.reporting import errormaps
+from vgf_conformance.harness.reporting.errormaps import MAP_DIR, as_nchw, case_outputs, write_case_maps, write_maps
+from vgf_conformance.harness.plugin.recording import REPORT_KEY
+from vgf_conformance.harness.execution.runner import CaseFailure, run_case
 from vgf_conformance.oracles import delegates as delegates_module
 from vgf_conformance.oracles.compare import FLOAT_UNIT, compare
 

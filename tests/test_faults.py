@@ -18,7 +18,7 @@ import pytest
 from vgf_conformance.oracles import delegates as delegates_module
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES
-from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.harness.execution.runner import CaseFailure, run_case
 from vgf_conformance.oracles.vulkan import check_case
 from vgf_export import snorm_qspec
 from vgf_export.partitioner import VgfPartitionerWrapper

@@ -23,7 +23,7 @@ import pytest
 
 from vgf_conformance.goldens.stale import golden_files, stale_goldens
 from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
-from vgf_conformance.harness import golden_keeper, recording, session
+from vgf_conformance.harness.plugin import golden_keeper, recording, session
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "team-repo"
@@ -337,7 +337,7 @@ def test_a_shard_killed_mid_run_still_merges_saying_what_is_missing(team, tmp_pa
 HOLDS_THE_GIL = '''
 import ctypes
 
-import vgf_conformance.harness.runner as runner
+import vgf_conformance.harness.execution.runner as runner
 
 _real_run = runner._run_case
 
@@ -417,8 +417,8 @@ def test_a_crashed_workers_case_is_recorded_as_crashed_with_its_signal(team):
 def test_a_report_says_partial_from_the_start_of_a_run_to_its_end(tmp_path):
     """A previous run's report.json in the same directory is never read as
     this run's: from the start, report.json says the run has not ended."""
-    from vgf_conformance.harness import case_log, diff
-    from vgf_conformance.harness.report import load_shard
+    from vgf_conformance.harness.reporting import case_log, diff
+    from vgf_conformance.harness.reporting.records import load_shard
 
     (tmp_path / "report.json").write_text(json.dumps({"cases": [{"id": "a", "outcome": "passed"}]}))
     (tmp_path / "report.md").write_text("# yesterday's report\n")
@@ -435,7 +435,7 @@ def test_a_report_says_partial_from_the_start_of_a_run_to_its_end(tmp_path):
 def test_paths_read_from_a_report_stay_inside_its_folder(tmp_path):
     """A report is data: an id ``../../x`` with a map file ``/etc/hostname``
     copied that file outside the report folder."""
-    from vgf_conformance.harness.html import PNG_SIGNATURE, copy_maps
+    from vgf_conformance.harness.reporting.html import PNG_SIGNATURE, copy_maps
 
     secret = tmp_path / "secret.png"
     secret.write_bytes(b"not yours")

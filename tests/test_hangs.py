@@ -1,4 +1,4 @@
-"""A hung case is stopped, not abandoned (vgf_conformance/harness/hangs.py):
+"""A hung case is stopped, not abandoned (vgf_conformance/harness/execution/hangs.py):
 the worker ends itself after writing the case's note, and a hang that holds
 the GIL is ended by faulthandler's deadline. Each in a child process: ending
 is what they do. (The whole path under xdist, with a restarted worker and
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness.batches import Batches
-from vgf_conformance.harness.hangs import EXIT_STATUS, TRACE_CHARS, Notes
-from vgf_conformance.harness.runner import CaseTimeout
+from vgf_conformance.harness.execution.batches import Batches
+from vgf_conformance.harness.execution.hangs import EXIT_STATUS, TRACE_CHARS, Notes
+from vgf_conformance.harness.execution.runner import CaseTimeout
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _child(code: str, notes: Path) -> subprocess.CompletedProcess:
     prelude = ("import time, ctypes\nfrom pathlib import Path\n"
-               "from vgf_conformance.harness import hangs\nfrom vgf_conformance.harness.batches import Batches\n"
+               "from vgf_conformance.harness.execution import hangs\nfrom vgf_conformance.harness.execution.batches import Batches\n"
                f"notes = hangs.Notes(Path({str(notes)!r}))\n")
     return subprocess.run([sys.executable, "-c", prelude + code], cwd=REPO, capture_output=True, text=True,
                           timeout=120)

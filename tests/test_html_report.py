@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness.html import golden_diff, render_html, write_html
-from vgf_conformance.harness.publish import write_report
-from vgf_conformance.harness.report import CaseRecord, build_report
+from vgf_conformance.harness.reporting.html import golden_diff, render_html, write_html
+from vgf_conformance.harness.reporting.publish import write_report
+from vgf_conformance.harness.reporting.records import CaseRecord, build_report
 
 #: One worker runs the module (under --dist loadgroup): the planted-fault run is made once.
 pytestmark = pytest.mark.xdist_group("html-report")
@@ -108,7 +108,7 @@ def test_merged_shards_keep_their_maps(faulty_run, tmp_path):
     for case in report["cases"]:
         case["run"]["artifacts"] = "/elsewhere"  # the shard job's machine
     (shard / "report.json").write_text(json.dumps(report))
-    from vgf_conformance.harness.publish import main
+    from vgf_conformance.harness.reporting.publish import main
 
     assert main(["merge", str(tmp_path / "merged"), str(shard)]) == 0
     assert (tmp_path / "merged" / "maps" / CASE / MAP).is_file()
@@ -136,7 +136,7 @@ def test_a_report_diff_renders_as_the_new_page_with_the_changes_on_top(tmp_path)
                                "c-2": {"family": "resize", "tests": {"test_export": "passed"}}}), old)
     write_report(build_report({"c-1": {"family": "resize", "tests": {"test_export": "failed"}},
                                "c-2": {"family": "resize", "tests": {"test_export": "passed"}}}), new)
-    from vgf_conformance.harness.html import main
+    from vgf_conformance.harness.reporting.html import main
 
     assert main([str(new), "--diff", str(old)]) == 0
     page = (new / "diff.html").read_text()

@@ -8,6 +8,8 @@ run time is still an arrow between two modules."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -27,6 +29,17 @@ LAYERS = (
                "vgf_conformance.report", "vgf_conformance.review", "vgf_conformance.upgrade")),
     ("entry points", ("vgf_conformance.__main__", "vgf_conformance.test_cases", "vgf_conformance.test_workarounds")),
 )
+
+#: Packages whose rooms are layered too, lowest first: a module in a room
+#: imports from its own room or one before it (the package's own ``__init__``
+#: and modules outside any room are below every room).
+SUB_LAYERS = {
+    "vgf_conformance.harness": ("schedule", "execution", "reporting", "measurements", "candidates", "plugin"),
+}
+
+#: At most this many modules in one folder (its ``__init__`` not counted), so
+#: a newcomer opening it can tell them apart.
+MAX_MODULES_PER_FOLDER = 12
 
 #: Product modules still past MAX_LINES, at most as long as they are now: a
 #: module leaves this list when it is split, and none may join it.
@@ -138,9 +151,46 @@ def _wrong_way(graph: dict[str, set[str]]) -> list[str]:
                   or b.rpartition(".")[2].startswith("test_"))
 
 
+def _room(module: str) -> tuple[str, int] | None:
+    for package, rooms in SUB_LAYERS.items():
+        if module.startswith(package + "."):
+            room = module[len(package) + 1:].split(".")[0]
+            return package, rooms.index(room) + 1 if room in rooms else 0
+    return None
+
+
+def _upward_rooms(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for a, targets in graph.items():
+        for b in targets:
+            room_a, room_b = _room(a), _room(b)
+            if room_a and room_b and room_a[0] == room_b[0] and room_b[1] > room_a[1]:
+                found.append(f"{a} imports {b}, a room above its own in {room_a[0]}")
+    return sorted(found)
+
+
+def _crowded_folders(paths) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for path in paths:
+        if path.name != "__init__.py":
+            folder = str(path.parent.relative_to(REPO))
+            counts[folder] = counts.get(folder, 0) + 1
+    return {folder: n for folder, n in sorted(counts.items()) if n > MAX_MODULES_PER_FOLDER}
+
+
 def test_layers_import_only_downwards():
     upward = _upward(_graph())
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_rooms_import_only_downwards():
+    upward = _upward_rooms(_graph())
+    assert not upward, "upward imports between rooms:\n" + "\n".join(upward)
+
+
+def test_no_folder_holds_more_than_the_limit():
+    crowded = _crowded_folders(_modules().values())
+    assert not crowded, f"folders with more than {MAX_MODULES_PER_FOLDER} modules: {crowded}"
 
 
 def test_no_import_circle():
@@ -161,17 +211,46 @@ def test_no_product_module_grows_past_the_limit():
 
 def test_the_checks_fail_on_the_faults_they_exist_for(tmp_path):
     """Each check, on a module written to break it (a deferred import counts)."""
-    modules = {name: None for name in ("vgf_conformance.oracles.lowered", "vgf_conformance.harness.runner",
+    modules = {name: None for name in ("vgf_conformance.oracles.lowered", "vgf_conformance.harness.execution.runner",
                                        "vgf_conformance.test_cases", "vgf_export.export", "vgf_conformance.text")}
     source = tmp_path / "lowered.py"
-    source.write_text("def later():\n    from vgf_conformance.harness.runner import run_case\n"
+    source.write_text("def later():\n    from vgf_conformance.harness.execution.runner import run_case\n"
                       "    from vgf_conformance import test_cases\n")
     graph = {"vgf_conformance.oracles.lowered": _imports("vgf_conformance.oracles.lowered", source, modules),
-             "vgf_conformance.harness.runner": {"vgf_conformance.oracles.lowered"}}
-    assert graph["vgf_conformance.oracles.lowered"] == {"vgf_conformance.harness.runner", "vgf_conformance.test_cases"}
-    assert _upward(graph) == ["vgf_conformance.oracles.lowered (oracles) imports vgf_conformance.harness.runner "
+             "vgf_conformance.harness.execution.runner": {"vgf_conformance.oracles.lowered"}}
+    assert graph["vgf_conformance.oracles.lowered"] == {"vgf_conformance.harness.execution.runner", "vgf_conformance.test_cases"}
+    assert _upward(graph) == ["vgf_conformance.oracles.lowered (oracles) imports vgf_conformance.harness.execution.runner "
                               "(harness)", "vgf_conformance.oracles.lowered (oracles) imports "
                               "vgf_conformance.test_cases (entry points)"]
-    assert _cycles(graph) == [["vgf_conformance.harness.runner", "vgf_conformance.oracles.lowered"]]
+    assert _cycles(graph) == [["vgf_conformance.harness.execution.runner", "vgf_conformance.oracles.lowered"]]
     assert _wrong_way(graph) == ["vgf_conformance.oracles.lowered -> vgf_conformance.test_cases"]
     assert _wrong_way({"vgf_export.export": {"vgf_conformance.text"}}) == ["vgf_export.export -> vgf_conformance.text"]
+    assert _upward_rooms({"vgf_conformance.harness.schedule.plan": {"vgf_conformance.harness.plugin.session"},
+                          "vgf_conformance.harness.plugin.session": {"vgf_conformance.harness.schedule.plan"}}) == [
+        "vgf_conformance.harness.schedule.plan imports vgf_conformance.harness.plugin.session, "
+        "a room above its own in vgf_conformance.harness"]
+    crowded = [REPO / "vgf_conformance" / "crowded" / f"m{i}.py" for i in range(MAX_MODULES_PER_FOLDER + 1)]
+    assert _crowded_folders([*crowded, REPO / "vgf_conformance" / "crowded" / "__init__.py"]) == {
+        "vgf_conformance/crowded": MAX_MODULES_PER_FOLDER + 1}
+
+
+def test_the_harness_modules_old_paths_still_import_and_run(tmp_path):
+    """A team's ``import vgf_conformance.harness.runner`` gets the module at its
+    new path (the same object, with a warning); ``python -m`` of an old command
+    path still runs, saying which verb replaces it."""
+    code = ("import warnings\nwarnings.simplefilter('error', DeprecationWarning)\n"
+            "try:\n    import vgf_conformance.harness.runner\nexcept DeprecationWarning as warning:\n"
+            "    print(warning)\nwarnings.simplefilter('ignore')\n"
+            "from vgf_conformance.harness.runner import run_case\n"
+            "from vgf_conformance.harness.execution import runner\n"
+            "import vgf_conformance.harness.report as old\nfrom vgf_conformance.harness.reporting import records\n"
+            "print(run_case is runner.run_case, old is records, runner.__spec__.name)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "vgf_conformance.harness.runner moved to vgf_conformance.harness.execution.runner; "
+        "the old path is kept for one release", "True True vgf_conformance.harness.execution.runner"]
+    done = subprocess.run([sys.executable, "-m", "vgf_conformance.harness.slack", "--help"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "use python -m vgf_conformance slack" in done.stderr, done.stderr
+    assert "usage:" in done.stdout, done.stdout

@@ -17,8 +17,8 @@ from vgf_conformance.cases import CASES
 from vgf_conformance.cases.family import FAMILIES
 from vgf_conformance.cases.model_bounds import MODEL_BOUNDS
 from vgf_conformance.cases.tolerances import TRAITS, resolve
-from vgf_conformance.harness.report import render_markdown
-from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.harness.reporting.records import render_markdown
+from vgf_conformance.harness.execution.runner import CaseFailure, run_case
 from vgf_conformance.oracles import delegates as delegates_module
 from vgf_conformance.oracles.compare import Bound, compare
 

@@ -105,7 +105,7 @@ def exports(tmp_path_factory):
     pytest.importorskip("executorch")
     from vgf_conformance.cases import CASES
     from vgf_conformance.native import evaluate
-    from vgf_conformance.harness.skips import VULKAN_UNAVAILABLE
+    from vgf_conformance.harness.reporting.skips import VULKAN_UNAVAILABLE
     from vgf_conformance.oracles.vulkan import VulkanUnavailable, vulkan_stack
 
     try:

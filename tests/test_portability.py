@@ -28,9 +28,9 @@ import pytest
 
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens import compliance, golden_path, projections, serialize
-from vgf_conformance.harness.drift import SENSITIVE_CASES
+from vgf_conformance.harness.measurements.drift import SENSITIVE_CASES
 from vgf_conformance.goldens.store import GoldenExtension
-from vgf_conformance.harness.runner import run_case
+from vgf_conformance.harness.execution.runner import run_case
 from vgf_export.names import VGF_BACKEND
 
 REPO = Path(__file__).resolve().parents[1]

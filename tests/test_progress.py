@@ -4,8 +4,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from vgf_conformance.harness import progress as progress_module, recording, runner
-from vgf_conformance.harness.report import build_report, merge_reports, render_markdown
+from vgf_conformance.harness.plugin import progress as progress_module, recording
+
+from vgf_conformance.harness.execution import runner
+from vgf_conformance.harness.reporting.records import build_report, merge_reports, render_markdown
 
 TESTS = ("test_export", "test_golden", "test_numerics_vs_float", "test_numerics_vs_fake_quant", "test_vulkan")
 OTHER = "vgf_conformance/test_workarounds.py::test_workaround_still_needed[resize-split]"

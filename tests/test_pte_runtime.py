@@ -21,7 +21,7 @@ from vgf_conformance.oracles.pte import (
 )
 from vgf_conformance.oracles.pte import reader, runtime
 from vgf_conformance.oracles.pte.execute import output_differences
-from vgf_conformance.harness.runner import run_case
+from vgf_conformance.harness.execution.runner import run_case
 from vgf_export.export import TOSA_SPEC
 
 #: Stays on the CPU (the VGF partitioner refuses a 1/16 nearest downscale).

@@ -11,8 +11,9 @@ import pytest
 
 from vgf_conformance import test_cases as suite
 from vgf_conformance.cases import CASES, FAMILIES, Expectation
-from vgf_conformance.harness import report, runner, summary
-from vgf_conformance.harness.runner import CaseFailure, run_case
+from vgf_conformance.harness.reporting import records, summary
+from vgf_conformance.harness.execution import runner
+from vgf_conformance.harness.execution.runner import CaseFailure, run_case
 from vgf_conformance.oracles.compare import Bound
 from vgf_conformance.oracles.references import ORACLES, Oracle, float_model
 
@@ -42,7 +43,7 @@ def test_an_oracle_is_one_entry(monkeypatch, tmp_path):
     with pytest.raises(CaseFailure, match=r"against the float model negated[\s\S]*vs_negated: max error"):
         suite.numerics_tests()["test_numerics_vs_negated"](run, _request())
     record = {**run.summary(), "tests": {"test_numerics_vs_negated": "failed"}}
-    rows = summary.tolerance_margins([report.CaseRecord.from_dict(
+    rows = summary.tolerance_margins([records.CaseRecord.from_dict(
         {**record, "outcome": "failed"}).__dict__])
     assert any(r["comparison"] == "vs_negated" for r in rows)
 
@@ -102,14 +103,14 @@ def test_a_numerics_failure_stays_visible_when_the_golden_also_breaks(tmp_path, 
 
 def test_the_report_schema_refuses_unknown_fields_and_merge_keeps_every_field():
     full = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            for f in dataclasses.fields(report.CaseRecord) if f.name != "id"}
-    one = report.build_report({"a": {**full, "tests": {"test_export": "passed"}, "pte": {"delegates": []}}})
-    merged = report.merge_reports([one])
-    assert merged == one and set(merged["cases"][0]) == {f.name for f in dataclasses.fields(report.CaseRecord)}
+            for f in dataclasses.fields(records.CaseRecord) if f.name != "id"}
+    one = records.build_report({"a": {**full, "tests": {"test_export": "passed"}, "pte": {"delegates": []}}})
+    merged = records.merge_reports([one])
+    assert merged == one and set(merged["cases"][0]) == {f.name for f in dataclasses.fields(records.CaseRecord)}
     with pytest.raises(ValueError, match=r"unknown fields \['surprise'\]"):
-        report.build_report({"a": {"surprise": 1}})
+        records.build_report({"a": {"surprise": 1}})
     with pytest.raises(ValueError, match="unknown fields"):
-        report.merge_reports([{"cases": [{"id": "a", "surprise": 1}], "workarounds": []}])
+        records.merge_reports([{"cases": [{"id": "a", "surprise": 1}], "workarounds": []}])
 
 
 def test_tolerance_sources_name_the_family_and_the_oracle_default():

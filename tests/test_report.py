@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from vgf_conformance.goldens import describe_changes, serialize
-from vgf_conformance.harness.publish import main
-from vgf_conformance.harness.report import build_report, merge_reports, render_markdown
+from vgf_conformance.harness.reporting.publish import main
+from vgf_conformance.harness.reporting.records import build_report, merge_reports, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,9 +43,9 @@ def test_outcome_aggregation_and_markdown_groups():
 def test_report_md_and_html_lay_out_one_summary():
     """report.md and report.html count nothing of their own: every aggregate
     either shows (outcomes, families, delegation shapes, change groups,
-    cases not passing) is the one harness/summary.py computed."""
-    from vgf_conformance.harness.html import render_html
-    from vgf_conformance.harness.summary import summarize
+    cases not passing) is the one harness/reporting/summary.py computed."""
+    from vgf_conformance.harness.reporting.html import render_html
+    from vgf_conformance.harness.reporting.summary import summarize
 
     cpu_ops = {**_case("e"), "cpu_ops": ["aten.gather"], "tests": {"test_export": "failed"}}
     on_cpu = {**_case("f", family="grid_sample"), "delegates": [], "stays_on_cpu": "declared"}
@@ -114,7 +114,7 @@ def test_shards_are_disjoint_cover_everything_and_keep_cases_whole():
 def test_export_warnings_are_deduplicated_without_machine_paths():
     import warnings
 
-    from vgf_conformance.harness.runner import _distinct_warnings
+    from vgf_conformance.harness.execution.runner import _distinct_warnings
 
     def warning(message, filename):
         return warnings.WarningMessage(ResourceWarning(message), ResourceWarning, filename, 400)
@@ -141,9 +141,9 @@ def test_the_report_is_written_without_torch(tmp_path):
     script = f"""
 import json, sys
 from pathlib import Path
-from vgf_conformance.harness.recording import CaseReport
-from vgf_conformance.harness.publish import write_report
-from vgf_conformance.harness.report import build_report
+from vgf_conformance.harness.plugin.recording import CaseReport
+from vgf_conformance.harness.reporting.publish import write_report
+from vgf_conformance.harness.reporting.records import build_report
 out = Path({str(tmp_path)!r})
 write_report(build_report(json.loads((out / "record.json").read_text()), {{}}), out)
 heavy = sorted(m for m in ("torch", "executorch", "vgf_export") if m in sys.modules)

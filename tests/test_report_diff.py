@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import diff
-from vgf_conformance.harness.report import build_report
+from vgf_conformance.harness.reporting import diff
+from vgf_conformance.harness.reporting.records import build_report
 from vgf_conformance.report import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -202,7 +202,7 @@ def test_diff_and_compat_need_only_the_standard_library():
 
 def test_merge_is_forwarded_to_the_harness_command(monkeypatch):
     seen = []
-    monkeypatch.setattr("vgf_conformance.harness.publish.main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setattr("vgf_conformance.harness.reporting.publish.main", lambda argv: seen.append(argv) or 0)
     assert main(["merge", "out", "shard-1", "shard-2"]) == 0
     assert seen == [["merge", "out", "shard-1", "shard-2"]]
 
@@ -236,8 +236,8 @@ def test_a_diff_between_machines_counts_no_machine_noise_as_a_change():
 
 
 def test_the_report_says_where_it_ran():
-    from vgf_conformance.harness import machine
-    from vgf_conformance.harness.report import render_markdown
+    from vgf_conformance.harness.reporting import machine
+    from vgf_conformance.harness.reporting.records import render_markdown
 
     avx512 = {"sse4_1", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"}
     assert machine.onednn_isa(avx512, None) == "AVX512_CORE"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import durations
-from vgf_conformance.harness.plan import order_items, plan_batches, shard_assignment, shard_members
+from vgf_conformance.harness.schedule import durations
+from vgf_conformance.harness.schedule.plan import order_items, plan_batches, shard_assignment, shard_members
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -187,7 +187,7 @@ def test_the_durations_refresh_has_hysteresis_either_way():
     """A runner on a CPU twice as slow (or fast) does not rewrite the file at
     the nightly's tolerance (1.5: 2.5x); a case that became 3x slower does,
     and so does a 3x faster one (the rule is the same either way)."""
-    from vgf_conformance.harness.durations import update
+    from vgf_conformance.harness.schedule.durations import update
 
     stored = {"a": 10.0, "b": 10.0, "c": 10.0, "d": 10.0}
     new = {"a": 20.0, "b": 5.0, "c": 30.0, "d": 3.0, "e": 1.0}

@@ -1,4 +1,4 @@
-"""Skips say so (vgf_conformance/harness/skips.py): counted by reason in the summary
+"""Skips say so (vgf_conformance/harness/reporting/skips.py): counted by reason in the summary
 and the report; a Vulkan tier that cannot run is a finding; an undeclared
 skip fails a strict (CI) run."""
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vgf_conformance.harness import report, skips
+from vgf_conformance.harness.reporting import records, skips
 
 
 def _skipped(message: str, xfail: bool = False):
@@ -38,9 +38,9 @@ def test_the_report_counts_skips_across_shards():
     one = {"skips": [{"reason": "no PIL", "count": 1, "declared": None},
                      {"reason": "a: stays on the CPU as declared (x)", "count": 2, "declared": "stays-on-cpu"}]}
     two = {"skips": [{"reason": "b: stays on the CPU as declared (y)", "count": 3, "declared": "stays-on-cpu"}]}
-    merged = {e["declared"]: e["count"] for e in report.merge_run_times([one, two])["skips"]}
+    merged = {e["declared"]: e["count"] for e in records.merge_run_times([one, two])["skips"]}
     assert merged == {"stays-on-cpu": 5, None: 1}
-    text = report.render_markdown({"cases": [], "workarounds": [], "run": {"skips": one["skips"]}})
+    text = records.render_markdown({"cases": [], "workarounds": [], "run": {"skips": one["skips"]}})
     assert "## Skipped" in text and "NOT DECLARED: no PIL" in text
 
 

@@ -11,7 +11,7 @@ import pytest
 from vgf_conformance.cases import BUILTIN_FAMILIES, build_table
 from vgf_conformance.cases import family as family_module
 from vgf_conformance.cases import tolerances
-from vgf_conformance.harness.slack import MAX_RATIO, render, slack_table
+from vgf_conformance.harness.measurements.slack import MAX_RATIO, render, slack_table
 from vgf_conformance.cases.tolerances import TRAITS, Trait, family_tolerance, resolve
 from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
 from vgf_conformance.oracles.compare import Bound

@@ -57,7 +57,7 @@ def test_nothing_to_compare_is_said_not_passed():
 
 def _failed_run(case_id: str, message: str):
     from vgf_conformance.cases import CASES
-    from vgf_conformance.harness.runner import CaseRun, StageFailure
+    from vgf_conformance.harness.execution.runner import CaseRun, StageFailure
 
     stored = json.loads((GOLDEN.parent / f"{case_id}.json").read_text())
     return CaseRun(CASES[case_id], Path("artifacts"), "run", failure=StageFailure("run", "LoweredRunError", message),
@@ -71,7 +71,7 @@ def test_a_run_that_failed_as_expected_is_an_expected_failure_not_a_skip():
     import pytest
 
     from vgf_conformance import checks
-    from vgf_conformance.harness.runner import CaseFailure, ExpectedStageFailure
+    from vgf_conformance.harness.execution.runner import CaseFailure, ExpectedStageFailure
 
     case_id = "resize-bicubic-ac0-up2-int8io"
     expected = ("delegate 0 (VgfBackend): TOSA reference model: BAD_INPUT; input[0] (x): "

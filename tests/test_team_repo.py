@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness.progress import case_of as _case_id
+from vgf_conformance.harness.plugin.progress import case_of as _case_id
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "team-repo"

@@ -267,7 +267,7 @@ def test_the_shard_plan_step_lists_the_shards(count, shards, tmp_path):
 @pytest.mark.parametrize("count", [2, 4, 5])
 def test_the_shards_are_disjoint_and_their_union_is_the_whole_table(count):
     from vgf_conformance.cases import CASES
-    from vgf_conformance.harness import durations, plan
+    from vgf_conformance.harness.schedule import durations, plan
 
     seconds = durations.load(None)
     quick = {c for c, case in CASES.items() if case.quick}
@@ -278,7 +278,7 @@ def test_the_shards_are_disjoint_and_their_union_is_the_whole_table(count):
 
 
 def test_the_gate_fails_on_a_failing_case_a_shard_that_did_not_end_and_a_missing_case():
-    from vgf_conformance.harness.report import gate_problems
+    from vgf_conformance.harness.reporting.records import gate_problems
 
     passing = {"cases": [{"id": "a", "outcome": "passed"}, {"id": "b", "outcome": "xfailed"}]}
     assert gate_problems(passing, ["a", "b"]) == []

@@ -1,13 +1,13 @@
 """The checks of a case: plain functions over its run, no pytest needed.
 
-Each check takes the case's :class:`~vgf_conformance.harness.runner.CaseRun`
+Each check takes the case's :class:`~vgf_conformance.harness.execution.runner.CaseRun`
 and a ``record`` callable (``record(**fields)``: what the report keeps of the
 check; the suite passes the plugin's recorder, anyone else may ignore it),
 returns when the check passes, and raises when it does not:
 
-* :class:`~vgf_conformance.harness.runner.CaseFailure` (an ``AssertionError``)
+* :class:`~vgf_conformance.harness.execution.runner.CaseFailure` (an ``AssertionError``)
   for a failure, naming the case, the stage and what changed;
-* :class:`~vgf_conformance.harness.runner.ExpectedStageFailure` for a failure
+* :class:`~vgf_conformance.harness.execution.runner.ExpectedStageFailure` for a failure
   the case's :class:`~vgf_conformance.cases.Expectation` excuses;
 * :class:`NotApplicable` when there is nothing to check (a skip in pytest).
 
@@ -27,8 +27,8 @@ import torch
 from vgf_conformance.cases.tolerances import VULKAN_NEAREST_TIES
 from vgf_conformance.goldens import describe_changes, golden_path
 from vgf_conformance.goldens.statistics import statistics_drift
-from vgf_conformance.harness.errormaps import write_case_maps
-from vgf_conformance.harness.runner import CaseFailure, CaseRun
+from vgf_conformance.harness.reporting.errormaps import write_case_maps
+from vgf_conformance.harness.execution.runner import CaseFailure, CaseRun
 from vgf_conformance.oracles.compare import compare, dequantize
 from vgf_conformance.oracles.localize import describe_first, localize_run
 from vgf_conformance.oracles.lowered import output_quant, quantize_inputs

@@ -23,7 +23,9 @@ import json
 import sys
 from pathlib import Path
 
-from vgf_conformance.harness import compat, diff
+from vgf_conformance.harness.candidates import compat
+
+from vgf_conformance.harness.reporting import diff
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -38,7 +40,7 @@ def _write(text: str, out: Path | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["merge"]:  # writes report.html too: its imports only here (diff and compat need none)
-        from vgf_conformance.harness import publish
+        from vgf_conformance.harness.reporting import publish
 
         return publish.main(argv)
     parser = argparse.ArgumentParser(prog="python -m vgf_conformance report", description=__doc__,
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _gate(parser, args) -> int:
-    from vgf_conformance.harness.report import gate_problems
+    from vgf_conformance.harness.reporting.records import gate_problems
 
     try:
         report = diff.load_report(args.report, "report")

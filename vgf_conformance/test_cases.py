@@ -15,10 +15,10 @@ import pytest
 from vgf_conformance import checks
 from vgf_conformance.goldens import changed_sections, describe_changes, golden_path
 from vgf_conformance.goldens.store import mismatch_message
-from vgf_conformance.harness.errormaps import write_case_maps
-from vgf_conformance.harness.html import golden_diff
-from vgf_conformance.harness.recording import accept_command, record_case
-from vgf_conformance.harness.skips import VULKAN_UNAVAILABLE
+from vgf_conformance.harness.reporting.errormaps import write_case_maps
+from vgf_conformance.harness.reporting.html import golden_diff
+from vgf_conformance.harness.plugin.recording import accept_command, record_case
+from vgf_conformance.harness.reporting.skips import VULKAN_UNAVAILABLE
 from vgf_conformance.oracles.references import ORACLES
 from vgf_conformance.oracles.vulkan import VulkanUnavailable, vulkan_stack
 

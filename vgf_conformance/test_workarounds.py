@@ -24,7 +24,7 @@ import pytest
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens import golden_tosa, pte_section
 from vgf_conformance.tosa.reader import summarize_tosa
-from vgf_conformance.harness.recording import record_workaround
+from vgf_conformance.harness.plugin.recording import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
 from vgf_export.workarounds import WORKAROUNDS
@@ -106,7 +106,7 @@ _EXPORT_GOLDEN = textwrap.dedent("""
     from pathlib import Path
     from vgf_conformance.cases import CASES
     from vgf_conformance.goldens import serialize
-    from vgf_conformance.harness.runner import run_case
+    from vgf_conformance.harness.execution.runner import run_case
     run = run_case(CASES[sys.argv[1]], Path(tempfile.mkdtemp()), disable_workarounds=sys.argv[2:])
     # A failed export is an outcome too (it differs from one that succeeds).
     print(serialize(run.golden) if run.golden is not None else run.failure.describe())

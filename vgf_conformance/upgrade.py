@@ -75,8 +75,8 @@ def _shard_report(shard: Path, name: str) -> dict:
 def collect(name: str, shards: list[Path], repo: Path, out: Path, table: set[str] | None) -> dict:
     """Merge the shards into the checkout at ``repo``; returns what was done.
     ``table``: the case ids of the table (None: do not look for stale goldens)."""
-    from vgf_conformance.harness.publish import write_report
-    from vgf_conformance.harness.report import merge_reports
+    from vgf_conformance.harness.reporting.publish import write_report
+    from vgf_conformance.harness.reporting.records import merge_reports
 
     golden_dir = repo / GOLDEN_SUBDIR
     reports, owner, copies = [], {}, []

@@ -20,7 +20,7 @@ def _statistical(max_lsb: float, p99_lsb: float, min_snr_db: float | None = None
 #: Measured on the pinned stack over three input seeds (the case's own and two
 #: others; each seed calibrates its own quantization; the worst values are in
 #: docs/slack/model-seeds.json, written by ``python -m
-#: vgf_conformance.harness.model_bounds``): each LSB bound is 1.5x the worst
+#: vgf_conformance.harness.measurements.model_bounds``): each LSB bound is 1.5x the worst
 #: observed, rounded down to 0.01 (a bias below 0.01 counts as 0.01); each SNR
 #: floor is the worst observed minus 3.5 dB (1.5x the error's amplitude),
 #: rounded up to 0.1. A model states every field of every comparison (the

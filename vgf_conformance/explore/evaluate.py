@@ -2,7 +2,7 @@
 
 :func:`evaluate` builds the draw's case from its rendered builder call
 (:mod:`vgf_conformance.explore.space`), exports it once with the suite's
-:func:`~vgf_conformance.harness.runner.run_case` into the draw's own artifacts
+:func:`~vgf_conformance.harness.execution.runner.run_case` into the draw's own artifacts
 directory, and calls the suite's own checks on the run
 (:mod:`vgf_conformance.checks`: export, delegation, one comparison per oracle;
 the ``.pte`` with ``pte``; a Vulkan run against the TOSA-reference path with
@@ -52,7 +52,7 @@ def _watch_export_causes() -> None:
     the message of the stage's exception only, which for a failing pass is
     ExecuTorch's "An error occurred when running ... pass" and not its root
     cause (e.g. a TosaValueError naming the RESIZE attribute out of range)."""
-    from vgf_conformance.harness import runner
+    from vgf_conformance.harness.execution import runner
     from vgf_export import ExportStageError
 
     if getattr(runner.export_model, "_explore_watch", False):
@@ -97,7 +97,7 @@ def table_twin(case):
 def _test_result(check, run, name: str, *args) -> dict:
     """What the suite's test ``name`` would say of ``check`` (a function of
     :mod:`vgf_conformance.checks`) on ``run``."""
-    from vgf_conformance.harness.runner import ExpectedStageFailure
+    from vgf_conformance.harness.execution.runner import ExpectedStageFailure
 
     try:
         check(run, *args)
@@ -205,7 +205,7 @@ def _vulkan(run, workdir: Path) -> dict:
 def evaluate(request: dict) -> dict:
     """Run one draw: ``request`` = {family, params, artifacts, vulkan, pte, draw_timeout}."""
     from vgf_conformance import checks
-    from vgf_conformance.harness.runner import run_case
+    from vgf_conformance.harness.execution.runner import run_case
     from vgf_conformance.oracles import delegates
     from vgf_conformance.oracles.references import ORACLES
 
@@ -269,7 +269,7 @@ def warm_up() -> None:
     """Import what every draw needs, once per child."""
     from vgf_conformance import checks  # noqa: F401
     from vgf_conformance.cases import CASES  # noqa: F401
-    from vgf_conformance.harness import runner  # noqa: F401
+    from vgf_conformance.harness.execution import runner  # noqa: F401
 
     _table_by_description()
     _watch_export_causes()

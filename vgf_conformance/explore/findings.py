@@ -206,7 +206,7 @@ def render_markdown(summary: dict) -> str:
 
 
 def write_findings(out: Path, summary: dict) -> None:
-    from vgf_conformance.harness.errormaps import maps_of  # (torch: only when findings are written)
+    from vgf_conformance.harness.reporting.errormaps import maps_of  # (torch: only when findings are written)
 
     out = Path(out)
     for group in summary["groups"]:

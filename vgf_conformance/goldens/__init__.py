@@ -14,7 +14,7 @@
 | ``stale.py`` | which files are goldens, which are stale |
 
 TOSA flatbuffers are read by :mod:`vgf_conformance.tosa`; the measurement
-behind the bands is :mod:`vgf_conformance.harness.drift`.
+behind the bands is :mod:`vgf_conformance.harness.measurements.drift`.
 
 Every name below is imported on first use: pytest loads this package in
 processes that never read an artifact, and the report tools read the bands

@@ -6,7 +6,7 @@ holding a JSON object with a ``case`` section. Nothing else there is ours: a
 README, a subfolder's files, a ``notes.json`` are never reported or removed. A golden is
 *stale* when its case is no longer in the table; only such a golden is
 removed, and only by a full, unfiltered ``--snapshot-update`` run
-(:mod:`vgf_conformance.harness.golden_keeper`): a case that fails, errors, is skipped
+(:mod:`vgf_conformance.harness.plugin.golden_keeper`): a case that fails, errors, is skipped
 or xfails keeps its stored golden untouched.
 
 ``python -m vgf_conformance stale [--golden-dir DIR] [--vgf-cases FILE ...]``

@@ -139,7 +139,7 @@ class GoldenExtension(SingleFileSnapshotExtension):
     internally but uses the bare case id as the file name and GOLDEN_DIR as
     the directory for every test. syrupy discovers none of them: stale
     goldens are found and removed by the plugin
-    (:mod:`vgf_conformance.harness.golden_keeper`), never a failing case's.
+    (:mod:`vgf_conformance.harness.plugin.golden_keeper`), never a failing case's.
     """
 
     _write_mode = WriteMode.TEXT
@@ -178,7 +178,7 @@ class GoldenExtension(SingleFileSnapshotExtension):
         """None: syrupy's unused detection would delete the golden of every
         case that fails or xfails before its comparison, and any ``*.json``
         under the directory. Stale goldens are the plugin's to find and remove
-        (:mod:`vgf_conformance.harness.golden_keeper`)."""
+        (:mod:`vgf_conformance.harness.plugin.golden_keeper`)."""
         return SnapshotCollections()
 
     def read_snapshot_collection(self, *, snapshot_location: str) -> SnapshotCollection:

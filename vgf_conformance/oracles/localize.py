@@ -367,7 +367,7 @@ def localize_run(case, guard=None) -> dict:
     """The localization of ``case`` as the report records it; a failure to
     localize is recorded as such (``error``), never raised: it explains a
     failure, it is not one. ``guard(stage, fn, *args)``: how the re-export
-    runs (the case's watchdog, :attr:`vgf_conformance.harness.runner.CaseRun.guard`)."""
+    runs (the case's watchdog, :attr:`vgf_conformance.harness.execution.runner.CaseRun.guard`)."""
     try:
         with tempfile.TemporaryDirectory(prefix="vgf-localize-") as root:
             args = (case, Path(root) / "artifacts")

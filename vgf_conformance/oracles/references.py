@@ -126,7 +126,7 @@ def _float_dq(subject: Subject) -> list[torch.Tensor]:
 
 #: Each oracle's default bound decides the outputs of families that do not
 #: restate it; each is at most 1.5x the worst it decides (python -m
-#: vgf_conformance.harness.slack): vs_fake_quant 1 LSB (one rounding may differ,
+#: vgf_conformance.harness.measurements.slack): vs_fake_quant 1 LSB (one rounding may differ,
 #: measured 1), bias 0.3 (0.215); vs_float_dq 0.75 LSB (0.5: the output's own
 #: rounding; the 0.85 once measured was an int16 output of an int8 program,
 #: bounded by the int8-internal trait's own measurement now), bias 0.36 (0.25);

@@ -67,7 +67,7 @@ def review(base: str, head: str | None = None, repo: Path | None = None,
 def failed_cases(report: Path) -> list[dict]:
     """The cases that failed or errored in a run (``--vgf-report``): their
     goldens were not rewritten, so the goldens alone do not show them."""
-    from vgf_conformance.harness.diff import ReportError, load_report
+    from vgf_conformance.harness.reporting.diff import ReportError, load_report
 
     try:
         data = load_report(report, "--report")
@@ -81,7 +81,7 @@ def failed_cases(report: Path) -> list[dict]:
 def case_failure(case: dict) -> str:
     """How a case of a report failed: its stage and error, or the tests that
     failed (a numerics or golden check fails after every stage passed)."""
-    from vgf_conformance.harness.diff import failure as stage_error
+    from vgf_conformance.harness.reporting.diff import failure as stage_error
 
     tests = [name for name, outcome in sorted((case.get("tests") or {}).items()) if outcome in ("failed", "error")]
     found = stage_error(case)

@@ -3,8 +3,8 @@
 the changes against the goldens grouped ("12 resize cases: no longer
 delegated"), the golden sections changed, expected CPU fallbacks, tolerance
 margins, export warnings, localized divergences and the cases not passing.
-:func:`vgf_conformance.harness.report.render_markdown` and
-:func:`vgf_conformance.harness.html.render_html` only lay it out.
+:func:`vgf_conformance.harness.reporting.records.render_markdown` and
+:func:`vgf_conformance.harness.reporting.html.render_html` only lay it out.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from vgf_conformance.harness import durations, options, plan
+from vgf_conformance.harness.schedule import durations, plan
+
+from vgf_conformance.harness.plugin import options
 
 SESSION_KEY = pytest.StashKey["Session"]()
 
@@ -70,7 +72,7 @@ class Session:
 
     @property
     def plan(self) -> dict[str, str]:
-        """Case id -> batch (vgf_conformance/harness/plan.py)."""
+        """Case id -> batch (vgf_conformance/harness/schedule/plan.py)."""
         if self._plan is None:
             self._plan = plan.plan_batches(self.cases(), self.quick, self.config.getoption("--vgf-vulkan-batch"),
                                            options.shard(self.config), self.durations, self.workers)
@@ -122,7 +124,7 @@ def session_cases(config, whole: bool = False) -> dict:
 def mark_expected_failures(items, cases: dict) -> None:
     """A strict xfail on each test of a case that its Expectation covers: every
     test for a stage failure, one comparison's test for a numerics divergence."""
-    from vgf_conformance.harness.runner import ExpectedStageFailure
+    from vgf_conformance.harness.execution.runner import ExpectedStageFailure
 
     for item in items:
         case_id = plan.item_case(item)

@@ -141,4 +141,4 @@ class SkipReport:
             terminalreporter.write_line(
                 f"ERROR: {sum(e['count'] for e in refused)} test(s) skipped for a reason this run does not "
                 "accept (--vgf-strict-skips, on where CI=true): a skipped check is a check that did not "
-                "run. Declared reasons: vgf_conformance/harness/skips.py", red=True)
+                "run. Declared reasons: vgf_conformance/harness/reporting/skips.py", red=True)

@@ -1,14 +1,14 @@
 """pytest plugin of the vgf_conformance suite: its hooks and fixtures, nothing else.
 
 Each hook calls the module that does the work: options and their checks
-(:mod:`~vgf_conformance.harness.options`), the run's cases, shard, batches
-and marks (:class:`~vgf_conformance.harness.session.Session`), the report
-and progress lines (:mod:`~vgf_conformance.harness.recording`), skips
-(:mod:`~vgf_conformance.harness.skips`) and the golden directory
-(:mod:`~vgf_conformance.harness.golden_keeper`).
+(:mod:`~vgf_conformance.harness.plugin.options`), the run's cases, shard, batches
+and marks (:class:`~vgf_conformance.harness.plugin.session.Session`), the report
+and progress lines (:mod:`~vgf_conformance.harness.plugin.recording`), skips
+(:mod:`~vgf_conformance.harness.reporting.skips`) and the golden directory
+(:mod:`~vgf_conformance.harness.plugin.golden_keeper`).
 
 Every test of a case is marked ``xdist_group(<its batch>)`` (a batch's tests
-stay on one worker under ``--dist loadgroup``; see vgf_conformance/harness/plan.py and batches.py),
+stay on one worker under ``--dist loadgroup``; see vgf_conformance/harness/schedule/plan.py and batches.py),
 ``quick`` when the case is in the pull-request tier, and, when the case has
 an Expectation, a strict xfail that only an :class:`ExpectedStageFailure`
 satisfies.
@@ -22,10 +22,11 @@ import pytest
 
 # Only light modules here: the xdist controller imports this plugin and needs
 # neither torch nor ExecuTorch (the workers import them when they collect).
-from vgf_conformance.harness import golden_keeper, options, recording, skips
-from vgf_conformance.harness.plan import item_case
-from vgf_conformance.harness.progress import case_of
-from vgf_conformance.harness.session import Session, session_cases
+from vgf_conformance.harness.plugin import golden_keeper, options, recording
+from vgf_conformance.harness.reporting import skips
+from vgf_conformance.harness.schedule.plan import item_case
+from vgf_conformance.harness.plugin.progress import case_of
+from vgf_conformance.harness.plugin.session import Session, session_cases
 
 
 def pytest_addoption(parser):
@@ -64,7 +65,7 @@ def pytest_configure(config):
 def pytest_collection_finish(session) -> None:
     config = session.config
     if any(item_case(item) is not None for item in session.items):  # a process that runs cases
-        from vgf_conformance.harness.runner import tune_gc
+        from vgf_conformance.harness.execution.runner import tune_gc
 
         tune_gc()
     if hasattr(config, "workerinput") and Session.of(config).parametrized:
@@ -98,9 +99,9 @@ def vgf_artifacts_dir(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def vgf_batches(request, vgf_artifacts_dir):
-    """The runs of the current batch and their Vulkan results (vgf_conformance/harness/batches.py)."""
-    from vgf_conformance.harness.batches import Batches
-    from vgf_conformance.harness.hangs import Notes
+    """The runs of the current batch and their Vulkan results (vgf_conformance/harness/execution/batches.py)."""
+    from vgf_conformance.harness.execution.batches import Batches
+    from vgf_conformance.harness.execution.hangs import Notes
 
     session = Session.of(request.config)
     return Batches(session.cases(), session.plan, request.session.items, vgf_artifacts_dir,

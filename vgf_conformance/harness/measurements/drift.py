@@ -52,7 +52,7 @@ SENSITIVE_CASES = [
 def export(out: Path, shard: tuple[int, int] | None, only: list[str] | None) -> int:
     """Export the table's cases (or ``only``) and write their raw goldens to ``out``."""
     from vgf_conformance.cases import CASES
-    from vgf_conformance.harness.runner import run_case
+    from vgf_conformance.harness.execution.runner import run_case
 
     out.mkdir(parents=True, exist_ok=True)
     ids = [c for c in CASES if not only or c in only]
@@ -126,7 +126,7 @@ def markdown(measured: dict) -> str:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    from vgf_conformance.harness.plan import parse_shard
+    from vgf_conformance.harness.schedule.plan import parse_shard
 
     try:
         return parse_shard(text, "--shard")

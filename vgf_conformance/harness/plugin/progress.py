@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from vgf_conformance.harness import durations
+from vgf_conformance.harness.schedule import durations
 
 CASE_TESTS_MODULE = "test_cases.py"  # vgf_conformance/test_cases.py: the tests of each case
 

@@ -15,7 +15,7 @@ it used, its error maps and the command that reruns it
 
 ``python -m vgf_conformance html DIR`` renders ``DIR/report.json`` again;
 ``--diff OLD`` writes ``DIR/diff.html``: the page with a report diff
-(:mod:`vgf_conformance.harness.diff`, ``python -m vgf_conformance report diff``) on
+(:mod:`vgf_conformance.harness.reporting.diff`, ``python -m vgf_conformance report diff``) on
 top, each changed case linked to its section.
 """
 
@@ -28,8 +28,8 @@ import shlex
 import shutil
 from pathlib import Path
 
-from vgf_conformance.harness.report import OUTCOME_ORDER, SUITE_SCRIPT
-from vgf_conformance.harness.summary import delegation, summarize
+from vgf_conformance.harness.reporting.records import OUTCOME_ORDER, SUITE_SCRIPT
+from vgf_conformance.harness.reporting.summary import delegation, summarize
 from vgf_conformance.text import CASE_ID_PATTERN
 
 #: Lines of a golden diff kept in the report.
@@ -149,7 +149,7 @@ def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> 
 def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: str = "VGF conformance report",
                 diff: dict | None = None) -> str:
     """The page for ``report`` (a report.json); ``maps`` from :func:`copy_maps`;
-    ``diff``: a report diff (``vgf_conformance.harness.diff``) rendered above the cases."""
+    ``diff``: a report diff (``vgf_conformance.harness.reporting.diff``) rendered above the cases."""
     import jinja2
 
     summary = summarize(report)
@@ -163,7 +163,7 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
                      "maps": maps.get(c["id"], []), "rerun": rerun_commands(c, suite),
                      "interesting": bool(interesting),
                      "sections": c.get("golden_changed") or []})
-    env = jinja2.Environment(loader=jinja2.PackageLoader("vgf_conformance.harness", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("vgf_conformance.harness.reporting", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     return env.get_template(TEMPLATE).render(
@@ -185,7 +185,7 @@ def write_html(report: dict, directory: Path, sources: tuple[Path, ...] = (), ti
 
 
 def diff_view(delta) -> dict:
-    """What the page shows of a report diff (:class:`vgf_conformance.harness.diff.ReportDiff`)."""
+    """What the page shows of a report diff (:class:`vgf_conformance.harness.reporting.diff.ReportDiff`)."""
     return {"old_name": delta.old_name, "new_name": delta.new_name, "common": len(delta.common),
             "changed": [{"id": c.id, "details": [d.replace("**", "").replace("`", "") for d in c.details()]}
                         for c in delta.changed],  # the Markdown fragments as text
@@ -198,7 +198,7 @@ def diff_view(delta) -> dict:
 def write_diff_html(old: Path, new: Path) -> Path:
     """``NEW/diff.html``: the NEW report's page with what changed since OLD on
     top (``python -m vgf_conformance report diff``), each changed case linked to its section."""
-    from vgf_conformance.harness import diff
+    from vgf_conformance.harness.reporting import diff
 
     old_report, new_report = diff.load_report(old, "OLD"), diff.load_report(new, "NEW")
     delta = diff.diff_reports(old_report, new_report, str(old), str(new))
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if not source.is_file():
         parser.error(f"directory must hold report.json; not found: {source}")
     if args.diff is not None:
-        from vgf_conformance.harness.diff import ReportError
+        from vgf_conformance.harness.reporting.diff import ReportError
 
         try:
             path = write_diff_html(args.diff, args.directory)

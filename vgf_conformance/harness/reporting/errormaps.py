@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     from vgf_conformance.cases import CASES
-    from vgf_conformance.harness.runner import run_case
+    from vgf_conformance.harness.execution.runner import run_case
 
     parser = argparse.ArgumentParser(prog="python -m vgf_conformance errormaps", description=main.__doc__)
     parser.add_argument("cases", nargs="+", help="case ids of the table")

@@ -3,14 +3,14 @@
 ``report.json`` has ``cases``, one :class:`CaseRecord` per case run (its
 docstring is the schema), and ``workarounds``, one :class:`WorkaroundVerdict`
 per ledger entry probed; a candidate's report (``scripts/candidate.sh``) also
-has ``candidate`` (:class:`vgf_conformance.harness.compat.CandidateRecord`: its
+has ``candidate`` (:class:`vgf_conformance.harness.candidates.compat.CandidateRecord`: its
 pins, versions, whether it installs and runs). The plugin fills the records, :func:`merge_reports`
 reads them back (refusing unknown fields, keeping every known one), and
 ``report.md`` is rendered from them: counts by outcome and by op family, the
 changes against the goldens grouped ("12 resize cases: no longer
 delegated"), expected CPU fallbacks, tolerance margins, export warnings.
 
-:mod:`vgf_conformance.harness.publish` writes a report's files
+:mod:`vgf_conformance.harness.reporting.publish` writes a report's files
 (``python -m vgf_conformance report merge OUT DIR...`` merges the reports of
 several shards into one report of the same format).
 """
@@ -21,9 +21,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from vgf_conformance.harness import skips
-from vgf_conformance.harness.machine import line as machine_line
-from vgf_conformance.harness.summary import summarize
+from vgf_conformance.harness.reporting import skips
+from vgf_conformance.harness.reporting.machine import line as machine_line
+from vgf_conformance.harness.reporting.summary import summarize
 
 #: The command that runs the built-in table (README's quick start): the rerun
 #: commands of a report that does not record its own.
@@ -58,7 +58,7 @@ class CaseRecord:
     its tests (:data:`OUTCOME_ORDER`); ``tests``: test name -> outcome.
     ``stage``: the last stage reached; ``error`` and ``origin``: its failure
     and where it comes from (``toolchain``, ``case`` or ``harness``, see
-    :mod:`vgf_conformance.harness.runner`). ``delegates`` ([{backend, ops}]),
+    :mod:`vgf_conformance.harness.execution.runner`). ``delegates`` ([{backend, ops}]),
     ``cpu_ops``: the export report; ``stays_on_cpu``: the declared CPU
     fallback. ``numerics``: per output, each comparison's statistics (and
     ``vulkan``); ``tolerances``: per output, the bounds and their sources.
@@ -67,7 +67,7 @@ class CaseRecord:
     program declares. ``warnings``: the stack's warnings during the export.
     ``golden_diff``: the unified diff of the golden's JSON (capped), when it
     changed. ``error_maps``: PNGs of where the numerics differ, relative to
-    ``run.artifacts`` (:mod:`vgf_conformance.harness.errormaps`), for a case whose
+    ``run.artifacts`` (:mod:`vgf_conformance.harness.reporting.errormaps`), for a case whose
     numerics fail, diverge as expected or drift against the golden.
     ``localization``: for an unexpected failure against fake-quant, the first
     TOSA op that adds more than its bounds to its PT2E source
@@ -297,9 +297,9 @@ def _time_lines(run: dict | None) -> list[str]:
 def load_shard(directory: Path) -> tuple[dict, list[str] | None]:
     """A shard's report: its ``report.json``; or, for a shard killed before it
     wrote one (its ``report.json`` still says "partial"), the report of the cases it logged as it went
-    (:mod:`vgf_conformance.harness.case_log`) and the planned cases it did not
+    (:mod:`vgf_conformance.harness.reporting.case_log`) and the planned cases it did not
     finish (None for a complete shard)."""
-    from vgf_conformance.harness import case_log
+    from vgf_conformance.harness.reporting import case_log
 
     if (directory / case_log.REPORT).is_file():
         report = json.loads((directory / case_log.REPORT).read_text())

@@ -54,7 +54,7 @@ from vgf_conformance.oracles.references import ORACLES
 MAX_RATIO = 1.5
 #: The model tier's worst statistics over its input seeds (written by
 #: ``python -m vgf_conformance model-bounds --out``).
-MODEL_SEEDS_FILE = Path(__file__).resolve().parents[2] / "docs" / "slack" / "model-seeds.json"
+MODEL_SEEDS_FILE = Path(__file__).resolve().parents[3] / "docs" / "slack" / "model-seeds.json"
 #: The finest bias bound the table asks for: a bias below it is measured as
 #: it (a one-LSB shift of 1 % of the elements; the cross-machine drift of the
 #: bias, 0.004 LSB at worst, docs/portability.md, must stay inside a bound).

@@ -1,5 +1,5 @@
 """The plan of a run: which cases a shard runs, how they are batched, and in
-what order the tests run (see vgf_conformance/harness/batches.py for what a batch
+what order the tests run (see vgf_conformance/harness/execution/batches.py for what a batch
 is). Light on purpose: the xdist controller imports it without torch.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from vgf_conformance.harness import durations
+from vgf_conformance.harness.schedule import durations
 
 DEFAULT_SIZE = 8
 VULKAN_TEST = "test_vulkan"
@@ -35,7 +35,7 @@ def shard_assignment(case_ids, count: int, quick=frozenset(),
     """Case id (and node id of each test that is not per case that the
     durations file knows) -> shard (0-based) of ``count`` shards, and each
     shard's seconds: longest-processing-time over the whole table on
-    ``seconds`` (vgf_conformance/harness/durations.py), the quick tier first, then
+    ``seconds`` (vgf_conformance/harness/schedule/durations.py), the quick tier first, then
     the other cases together with those tests (a 41 s ledger test first,
     cases around it, not on top of shards already even), so that shards are
     balanced both for a full run and for ``-m quick``. The same from the

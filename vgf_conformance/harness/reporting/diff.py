@@ -12,7 +12,7 @@ across cases the way the report groups golden changes ("12 resize cases:
 numerics worse"), then listed per case, as Markdown fit for a pull-request
 comment (or ``--json``).
 
-Standard library only, like the report's merge (:mod:`vgf_conformance.harness.publish`).
+Standard library only, like the report's merge (:mod:`vgf_conformance.harness.reporting.publish`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from vgf_conformance.goldens.compliance import BANDS
-from vgf_conformance.harness import machine
-from vgf_conformance.harness.report import CaseRecord, WorkaroundVerdict
+from vgf_conformance.harness.reporting import machine
+from vgf_conformance.harness.reporting.records import CaseRecord, WorkaroundVerdict
 
 #: A numerics change smaller than this (LSB) is not one: the report rounds
 #: statistics to 6 significant digits, and the tightest bound is 0.01 LSB.

@@ -33,7 +33,7 @@ import statistics
 from pathlib import Path
 
 #: The built-in durations file.
-DEFAULT_FILE = Path(__file__).resolve().parent.parent / "durations.json"
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "durations.json"
 _ABOUT = ("Seconds per case (and per test that is not per case), from a full run's report.json: "
           "the balance of --vgf-shard and the ETA of the progress line. "
           "Refresh: python -m vgf_conformance durations update REPORT_DIR...")

@@ -9,8 +9,8 @@ of each comparison over its seeds and outputs are printed with the bounds
 from __future__ import annotations
 
 from vgf_conformance.cases.families.models import FAMILY as MODELS
-from vgf_conformance.harness.runner import run_case
-from vgf_conformance.harness.slack import BIAS_RESOLUTION
+from vgf_conformance.harness.execution.runner import run_case
+from vgf_conformance.harness.measurements.slack import BIAS_RESOLUTION
 
 
 #: Input seeds a model's bounds are measured over: the case's own inputs and
@@ -24,7 +24,7 @@ def propose_bounds(worst: dict[str, dict[str, float]]) -> dict[str, dict[str, fl
     bias_lsb, snr_db): LSB bounds 1.5x the worst, rounded down to 0.01 (a
     bias: to 0.001; below the slack table's resolution, 0.01, counts as it); SNR floors
     the worst minus 3.5 dB (1.5x the error's amplitude), rounded up to 0.1.
-    Each is at most 1.5x the worst (:mod:`vgf_conformance.harness.slack`)."""
+    Each is at most 1.5x the worst (:mod:`vgf_conformance.harness.measurements.slack`)."""
     import math
 
 

@@ -19,7 +19,7 @@ from typing import Callable
 
 PLANNED = "planned.json"
 CASES = "cases.jsonl"
-#: The run's report, written whole when the run ends (harness/publish.py).
+#: The run's report, written whole when the run ends (harness/reporting/publish.py).
 REPORT = "report.json"
 #: What report.json says from the start of a run until its end: a run that
 #: is killed leaves it saying so, never a previous run's report.

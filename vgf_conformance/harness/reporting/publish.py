@@ -10,8 +10,8 @@ import argparse
 import json
 from pathlib import Path
 
-from vgf_conformance.harness.html import write_html
-from vgf_conformance.harness.report import load_shard, merge_reports, render_markdown
+from vgf_conformance.harness.reporting.html import write_html
+from vgf_conformance.harness.reporting.records import load_shard, merge_reports, render_markdown
 from vgf_conformance.text import atomic_write
 
 

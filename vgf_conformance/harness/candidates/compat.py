@@ -10,7 +10,7 @@ that script that is better written in Python:
   the lock that names a package the candidate does not);
 - ``preflight``: in the candidate's environment, whether the stack can run
   here at all (each native tool starts, the Python packages import:
-  :mod:`vgf_conformance.harness.preflight`);
+  :mod:`vgf_conformance.harness.candidates.preflight`);
 - ``finding``: when the candidate does not install or cannot run, a
   ``report.json`` with no cases and a ``candidate`` record saying why (the
   lines of pip's or the tool's error that matter, never a bare stack trace);
@@ -35,7 +35,7 @@ import shlex
 from collections import Counter
 from pathlib import Path
 
-from vgf_conformance.harness.preflight import installed_versions, preflight
+from vgf_conformance.harness.candidates.preflight import installed_versions, preflight
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -151,7 +151,7 @@ def _yes_no(flag: bool) -> str:
 def matrix_row(baseline: dict | None, report: dict, name: str) -> dict:
     """One row of the matrix: the candidate's report, compared with the
     baseline report where numerics and warnings need one."""
-    from vgf_conformance.harness.diff import diff_reports
+    from vgf_conformance.harness.reporting.diff import diff_reports
 
     record = report.get("candidate") or {}
     cases = report.get("cases") or []

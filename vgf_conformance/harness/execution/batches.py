@@ -3,15 +3,15 @@
 A scenario-runner process spends most of a small case's time compiling the
 emulation layer's shaders (about 0.4 s of 0.6 s), once per process. So the
 cases are dealt into batches of at most ``--vgf-vulkan-batch`` (default
-:data:`vgf_conformance.harness.plan.DEFAULT_SIZE`) cases, the quick tier and the rest separately (``-m
+:data:`vgf_conformance.harness.schedule.plan.DEFAULT_SIZE`) cases, the quick tier and the rest separately (``-m
 quick`` then makes full batches), within the shard of ``--vgf-shard``
-(:func:`vgf_conformance.harness.plan.shard_members`: balanced by the seconds of
+(:func:`vgf_conformance.harness.schedule.plan.shard_members`: balanced by the seconds of
 vgf_conformance/durations.json). The number of batches of a tier is a multiple
 of the number of xdist workers and the cases are dealt over them by their
 seconds, so the batches take about the same time. A batch:
 
 - is one xdist group: all tests of its cases run on one worker, in the
-  order :func:`vgf_conformance.harness.plan.order_items` gives: every case's export, golden and numerics
+  order :func:`vgf_conformance.harness.schedule.plan.order_items` gives: every case's export, golden and numerics
   tests first, then the batch's ``test_vulkan`` tests; the longest batches
   (and tests that are not per case) first;
 - keeps its cases' runs (:class:`Batches`), so a case is still exported once
@@ -31,9 +31,9 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from vgf_conformance.harness.plan import VULKAN_TEST, item_case
-from vgf_conformance.harness.hangs import Notes
-from vgf_conformance.harness.runner import CaseRun, CaseTimeout, hung_run, on_a_fresh_stack, run_case
+from vgf_conformance.harness.schedule.plan import VULKAN_TEST, item_case
+from vgf_conformance.harness.execution.hangs import Notes
+from vgf_conformance.harness.execution.runner import CaseRun, CaseTimeout, hung_run, on_a_fresh_stack, run_case
 from vgf_conformance.oracles.vulkan import (
     ScenarioBuilder,
     VulkanCheck,
@@ -60,7 +60,7 @@ class Batches:
         self.plan = plan
         self.artifacts_root = artifacts_root
         self.case_timeout = case_timeout  # the watchdog of each case's run (seconds; None: none)
-        self.hangs = hangs or Notes(None)  # how a hung case stops its worker (vgf_conformance/harness/hangs.py)
+        self.hangs = hangs or Notes(None)  # how a hung case stops its worker (vgf_conformance/harness/execution/hangs.py)
         #: batch -> its cases that have a Vulkan test in this session, in order.
         self.vulkan_members: dict[str, list[str]] = {}
         for item in items:

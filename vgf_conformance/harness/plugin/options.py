@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import durations, golden_keeper, plan
+from vgf_conformance.harness.schedule import durations, plan
+
+from vgf_conformance.harness.plugin import golden_keeper
 
 #: Options a team may set in its pytest configuration instead of on the
 #: command line (ini name -> option dest): paths, resolved against the
@@ -84,7 +86,7 @@ def add_options(parser) -> None:
                          "on by default where the environment says CI=true")
     group.addoption("--vgf-strict-skips", action=argparse.BooleanOptionalAction, default=_on_ci(),
                     help="fail the run when a test is skipped for a reason not declared in "
-                         "vgf_conformance/harness/skips.py (a missing Vulkan stack, browser or package); "
+                         "vgf_conformance/harness/reporting/skips.py (a missing Vulkan stack, browser or package); "
                          "on by default where the environment says CI=true")
     group.addoption("--vgf-case-timeout", metavar="SECONDS", type=float, default=None,
                     help="fail a case whose run (export, numerics, golden) takes longer, naming the "
@@ -122,7 +124,7 @@ def shard(config) -> tuple[int, int] | None:
 
 def case_timeout(config) -> float | None:
     """The watchdog's seconds per case (None: no watchdog)."""
-    from vgf_conformance.harness.runner import CASE_TIMEOUT
+    from vgf_conformance.harness.execution.runner import CASE_TIMEOUT
 
     timeout = config.getoption("--vgf-case-timeout")
     return CASE_TIMEOUT if timeout is None else (timeout or None)

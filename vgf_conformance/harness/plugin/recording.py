@@ -20,10 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.harness import case_log, durations, hangs, machine
-from vgf_conformance.harness.progress import Progress, case_of, function_of, tier_of
-from vgf_conformance.harness.publish import write_report
-from vgf_conformance.harness.report import SUITE_SCRIPT, WorkaroundVerdict, build_report
+from vgf_conformance.harness.reporting import case_log, machine
+
+from vgf_conformance.harness.schedule import durations
+
+from vgf_conformance.harness.execution import hangs
+from vgf_conformance.harness.plugin.progress import Progress, case_of, function_of, tier_of
+from vgf_conformance.harness.reporting.publish import write_report
+from vgf_conformance.harness.reporting.records import SUITE_SCRIPT, WorkaroundVerdict, build_report
 
 REPORT_KEY = "vgf_case"
 WORKAROUND_KEY = "vgf_workaround"
@@ -238,7 +242,7 @@ class CaseReport:
             entry["error"] = f"worker {node.gateway.id} {exit_text} while running {report.nodeid.split('::')[-1]}"
             crashed = {"worker": node.gateway.id, "exit": exit_text, "test": test}
             hung = self.hangs.read(case_id)
-            if hung is not None:  # it ended itself because the case hung (harness/hangs.py)
+            if hung is not None:  # it ended itself because the case hung (harness/execution/hangs.py)
                 crashed["hung"] = hung[0] or "unknown"
                 entry["error"] += f": the case hung in stage '{crashed['hung']}'; {hung[1]}"
             entry.setdefault("run", {})["crashed"] = {**crashed, "error": entry["error"]}
@@ -302,7 +306,7 @@ class CaseReport:
             "memory": dict(sorted(self.memory.items())) or {"main": peak_memory()},
             # Where it ran: calibrated values move with oneDNN's ISA and the
             # thread count (vgf_conformance/goldens/compliance.py).
-            # Every skip by reason (vgf_conformance/harness/skips.py): a check that did not run says so.
+            # Every skip by reason (vgf_conformance/harness/reporting/skips.py): a check that did not run says so.
             "skips": skipped.ledger.summary() if (skipped := self.config.pluginmanager.get_plugin("vgf-skips"))
             else [],
             "machine": machine.describe(

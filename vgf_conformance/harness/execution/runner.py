@@ -85,7 +85,7 @@ class CaseRun:
     hung: bool = False
     #: ``guard(stage, fn, *args)``: ``fn(*args)`` for the case after its run
     #: (a re-export), under the case's watchdog; set by the pytest plugin
-    #: (:meth:`vgf_conformance.harness.batches.Batches.guarded`).
+    #: (:meth:`vgf_conformance.harness.execution.batches.Batches.guarded`).
     guard: Any = dataclasses.field(default=None, repr=False)
     #: The model and inputs the case was exported from, built once: the
     #: oracles and the golden use the same ones.
@@ -236,7 +236,7 @@ def tune_gc() -> None:
     suite's exports ran 17 % slower than the same exports in a bare process
     (scripts/benchmark.py, harness overhead): the collector walking pytest's
     thousands of items. (The rest of that overhead was the depth of pytest's
-    stack: :func:`vgf_conformance.harness.runner.on_a_fresh_stack`.)"""
+    stack: :func:`vgf_conformance.harness.execution.runner.on_a_fresh_stack`.)"""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
@@ -290,7 +290,7 @@ def run_case(case: Case, artifacts_root: Path, disable_workarounds=(),
     golden (on a fresh stack: :func:`on_a_fresh_stack`). A run that takes more
     than ``timeout`` seconds fails as hung (``hung``), naming the stage it hung
     in and where (the hung thread's stack); the thread is left running, for
-    the caller to stop (:mod:`vgf_conformance.harness.hangs`)."""
+    the caller to stop (:mod:`vgf_conformance.harness.execution.hangs`)."""
     phase = {"now": "export"}
     try:
         return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds, phase, timeout=timeout)

@@ -1,6 +1,6 @@
 """A hung case is stopped, not abandoned.
 
-The watchdog of a case's run (:func:`vgf_conformance.harness.runner.run_case`,
+The watchdog of a case's run (:func:`vgf_conformance.harness.execution.runner.run_case`,
 ``--vgf-case-timeout``) fails the case when its thread has not returned in
 time. But Python cannot stop a thread: the hung call would go on taking a
 core, the GIL and its artifacts while the next cases run. So, under xdist:

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from vgf_conformance.cases import CASES
     from vgf_conformance.goldens.store import GOLDEN_DIR
-    from vgf_conformance.harness.durations import load
+    from vgf_conformance.harness.schedule.durations import load
 
     seconds = load(None).restricted(CASES)
     by_case = case_features(CASES, GOLDEN_DIR)

@@ -1,5 +1,5 @@
 """Whether the installed stack can run here, before a candidate's suite runs
-(``python -m vgf_conformance.harness.compat preflight``): the versions
+(``python -m vgf_conformance.harness.candidates.compat preflight``): the versions
 installed (:func:`installed_versions`), each native tool starts
 (``--version``), each stack module imports, the Vulkan runner and layers
 load (:func:`preflight`); every probe a child process with a timeout
@@ -7,7 +7,7 @@ load (:func:`preflight`); every probe a child process with a timeout
 with the reason in one sentence: a missing glibc or libstdc++ symbol version
 with the system's (:func:`tool_failure_reason`).
 
-Standard library only, as :mod:`vgf_conformance.harness.compat` is.
+Standard library only, as :mod:`vgf_conformance.harness.candidates.compat` is.
 """
 
 from __future__ import annotations

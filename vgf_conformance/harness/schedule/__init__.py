@@ -1,0 +1,1 @@
+"""Which cases a run or shard runs, batched and ordered by their recorded durations, and the quick tier chosen by coverage."""
