@@ -20,12 +20,12 @@ Modules:
 | ``__main__.py`` | the command line (``--budget``, ``--seed``, ``--family``, ``--vulkan``, ``--out``, ...) |
 | ``space.py`` | the strategies and the domain a draw is held to |
 | ``entry.py`` | a draw as its case-table entry (a builder call) and the case built from that text |
-| ``explorer.py`` | the two phases (drawing via ``fuzz_one_input``, shrinking per signature), budget, progress |
+| ``explorer.py`` | the two phases (drawing via ``fuzz_one_input``, shrinking per signature), outcome cache, budget, progress |
 | ``worker.py`` | the draw child: one process, a timeout per draw, killed and replaced on a hang or crash |
 | ``evaluate.py`` | one draw in the child: ``run_case`` and the suite's test functions |
-| ``signature.py`` | failure signatures (stage + error class, comparison + size bucket, ...) |
+| ``signature.py`` | failure signatures (stage + error class, comparison + size bucket, ...), one exception class each |
 | ``sampling.py`` | a RESIZE's sampling positions against PyTorch's |
-| ``findings.py`` | ``findings.json`` and ``findings.md`` |
+| ``findings.py`` | a run's summary, ``findings.json`` and ``findings.md`` |
 | ``faults.py`` | planted faults for the explorer's own tests (``VGF_EXPLORE_FAULT``) |
 | ``draw.py`` | ``python -m vgf_conformance draw '<json>'``: rerun one draw, in process |
 """

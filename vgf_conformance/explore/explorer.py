@@ -1,8 +1,5 @@
 """The explorer: draw cases, run them in the draw child, group and shrink failures.
 
-(Over 400 lines on purpose: drawing, per-signature shrinking and the budget
-share one outcome cache and one clock; split, every part would pass both around.)
-
 Two phases within one wall-time budget:
 
 1. **Drawing** (``explore``). A Hypothesis test per family (``@given`` over
@@ -30,7 +27,9 @@ Two phases within one wall-time budget:
    count as passing), so Hypothesis finishes with what it has.
 
 The example database persists in the out directory: a later run with the
-same out directory replays the stored failures first.
+same out directory replays the stored failures first. The run's summary
+(``findings.json``) and ``findings.md`` come from
+:mod:`vgf_conformance.explore.findings`.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
 from vgf_conformance.explore import entry, space
-from vgf_conformance.explore.signature import signature
+from vgf_conformance.explore.signature import ExploreFailure, failure_type, signature, slug
 from vgf_conformance.explore.worker import ChildStartError, DrawChild
 
 #: Bytes handed to ``fuzz_one_input`` per draw (a draw takes a few dozen).
@@ -71,32 +70,6 @@ class Options:
     max_draws: int | None = None  # drawing phase: at most this many exports
     limits: space.Limits = space.Limits()
     command: str = ""  # the command line, for the findings
-
-
-class ExploreFailure(Exception):
-    """A failing draw. Subclassed once per signature (see :func:`failure_type`)."""
-
-    signature = ""
-
-    def __init__(self, outcome: dict) -> None:
-        super().__init__(f"{self.signature}: {outcome.get('id')}")
-        self.outcome = outcome
-
-
-_FAILURE_TYPES: dict[str, type] = {}
-
-
-def _slug(sig: str) -> str:
-    return re.sub(r"\W+", "_", sig).strip("_")
-
-
-def failure_type(sig: str) -> type:
-    """The exception class of a signature (one per signature and process:
-    Hypothesis tells failures apart by their class)."""
-    if sig not in _FAILURE_TYPES:
-        name = "Failure_" + _slug(sig)
-        _FAILURE_TYPES[sig] = type(name, (ExploreFailure,), {"signature": sig})
-    return _FAILURE_TYPES[sig]
 
 
 def _walk(error: BaseException):
@@ -255,7 +228,7 @@ class Explorer:
 
         def shrinker(sig: str):
             database = MultiplexedDatabase(ReadOnlyDatabase(explore_db),
-                                           DirectoryBasedExampleDatabase(root / _slug(sig)))
+                                           DirectoryBasedExampleDatabase(root / slug(sig)))
             return test(database, phases=(Phase.reuse, Phase.shrink), report_multiple_bugs=False)
 
         return test(explore_db), shrinker
@@ -302,10 +275,10 @@ class Explorer:
         self.phase_seconds["total"] = time.monotonic() - self.start
         self.phase_seconds["shrink"] = self.phase_seconds["total"] - self.phase_seconds["explore"]
         self._prune_artifacts()
-        summary = self.summary(interrupted)
-        from vgf_conformance.explore.findings import write_findings
+        from vgf_conformance.explore import findings
 
-        write_findings(self.out, summary)
+        summary = findings.summarize(self, interrupted)
+        findings.write_findings(self.out, summary)
         self.progress.write(f"[done] {summary['cases']} cases in {_clock(summary['seconds'])} "
                             f"({summary['cases_per_minute']:.1f}/min), {len(self.groups)} groups: "
                             f"{self.out / 'findings.md'}\n")
@@ -375,59 +348,3 @@ class Explorer:
             match = re.fullmatch(r"draw-(\d+)", path.name)
             if match and int(match.group(1)) not in keep:
                 shutil.rmtree(path, ignore_errors=True)
-
-    # -- results ---------------------------------------------------------------
-    def summary(self, interrupted: bool = False) -> dict:
-        options = self.options
-        total = self.phase_seconds.get("total", time.monotonic() - self.start)
-        statuses: dict[str, int] = {}
-        for r in self.records:
-            key = "failed" if r["signature"] else r.get("status", "?") if r.get("status") != "done" else "passed"
-            statuses[key] = statuses.get(key, 0) + 1
-        explore_s = self.phase_seconds.get("explore", total)
-        return {
-            "command": options.command or f"python -m vgf_conformance explore --budget {options.budget:g}s "
-                                          f"--seed {options.seed} --out {options.out}",
-            "seed": options.seed,
-            "budget_seconds": options.budget,
-            "families": list(options.families),
-            "vulkan": options.vulkan,
-            "pte": options.pte,
-            "workarounds_off": list(options.workarounds_off),
-            "draw_timeout": options.draw_timeout,
-            "shrink_share": options.shrink_share,
-            "max_draws": options.max_draws,
-            "limits": dataclasses.asdict(options.limits),
-            "interrupted": interrupted,
-            "seconds": round(total, 1),
-            "phase_seconds": {k: round(v, 1) for k, v in self.phase_seconds.items()},
-            "cases": len(self.records),
-            "explore_cases": self.explore_draws,
-            "shrink_cases": len(self.records) - self.explore_draws,
-            "cases_per_minute": round(len(self.records) / (total / 60), 2) if total > 0 else 0.0,
-            "explore_cases_per_minute": round(self.explore_draws / (explore_s / 60), 2) if explore_s > 0 else 0.0,
-            "mean_case_seconds": round(statistics.mean(r["seconds"] for r in self.records), 2) if self.records else None,
-            "child_starts": self.child.starts,
-            "child_start_seconds": round(self.child.start_seconds, 1),
-            "cache_hits": self.cache_hits,
-            "skipped_for_budget": self.skipped,
-            "invalid_draws": self.invalid,
-            "outcomes": statuses,
-            "notes": self.notes,
-            "groups": [self._group_summary(g) for g in sorted(
-                self.groups.values(), key=lambda g: (g.family, g.draws[0]))],
-        }
-
-    def _group_summary(self, group: Group) -> dict:
-        return {
-            "signature": group.signature,
-            "family": group.family,
-            "draws": len(group.draws),
-            "draw_numbers": group.draws[:50],
-            "found_in": group.found_in,
-            "minimal_from": ("hypothesis shrink" if group.minimal else
-                             "smallest seen (found while shrinking another group: not shrunk)"
-                             if group.found_in == "shrink" else "smallest seen (not shrunk)"),
-            "first": group.first,
-            "minimal": group.best,
-        }

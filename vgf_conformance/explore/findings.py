@@ -1,17 +1,21 @@
-"""``findings.json`` and ``findings.md``: per signature, the minimal case.
+"""A run's summary, ``findings.json`` and ``findings.md``: per signature, the minimal case.
 
-For each group: the minimal case (parameters, id, the builder call that makes
-it), the error or the worst element of each failing comparison, for a
-resize the lowered RESIZE's scale/offset/border against what PyTorch implies
-for that factor or size, the command that reruns the draw, and a
-ready-to-paste case entry with its :class:`Expectation`.
+:func:`summarize` gathers a finished run's settings, counts and groups (the
+content of ``findings.json``). For each group: the minimal case (parameters,
+id, the builder call that makes it), the error or the worst element of each
+failing comparison, for a resize the lowered RESIZE's scale/offset/border
+against what PyTorch implies for that factor or size, the command that reruns
+the draw, and a ready-to-paste case entry with its :class:`Expectation`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
+import statistics
+import time
 from pathlib import Path
 
 from vgf_conformance.explore import sampling
@@ -157,6 +161,67 @@ def _details(outcome: dict) -> list[str]:
 
 def _params_line(outcome: dict) -> str:
     return json.dumps(outcome["params"], sort_keys=True)
+
+
+def summarize(explorer, interrupted: bool = False) -> dict:
+    """The summary of a run of ``explorer`` (an :class:`~vgf_conformance.explore.explorer.Explorer`)."""
+    options = explorer.options
+    records = explorer.records
+    total = explorer.phase_seconds.get("total", time.monotonic() - explorer.start)
+    statuses: dict[str, int] = {}
+    for r in records:
+        key = "failed" if r["signature"] else r.get("status", "?") if r.get("status") != "done" else "passed"
+        statuses[key] = statuses.get(key, 0) + 1
+    explore_s = explorer.phase_seconds.get("explore", total)
+    return {
+        "command": options.command or f"python -m vgf_conformance explore --budget {options.budget:g}s "
+                                      f"--seed {options.seed} --out {options.out}",
+        "seed": options.seed,
+        "budget_seconds": options.budget,
+        "families": list(options.families),
+        "vulkan": options.vulkan,
+        "pte": options.pte,
+        "workarounds_off": list(options.workarounds_off),
+        "draw_timeout": options.draw_timeout,
+        "shrink_share": options.shrink_share,
+        "max_draws": options.max_draws,
+        "limits": dataclasses.asdict(options.limits),
+        "interrupted": interrupted,
+        "seconds": round(total, 1),
+        "phase_seconds": {k: round(v, 1) for k, v in explorer.phase_seconds.items()},
+        "cases": len(records),
+        "explore_cases": explorer.explore_draws,
+        "shrink_cases": len(records) - explorer.explore_draws,
+        "cases_per_minute": round(len(records) / (total / 60), 2) if total > 0 else 0.0,
+        "explore_cases_per_minute": (round(explorer.explore_draws / (explore_s / 60), 2)
+                                     if explore_s > 0 else 0.0),
+        "mean_case_seconds": round(statistics.mean(r["seconds"] for r in records), 2) if records else None,
+        "child_starts": explorer.child.starts,
+        "child_start_seconds": round(explorer.child.start_seconds, 1),
+        "cache_hits": explorer.cache_hits,
+        "skipped_for_budget": explorer.skipped,
+        "invalid_draws": explorer.invalid,
+        "outcomes": statuses,
+        "notes": explorer.notes,
+        "groups": [_group_summary(g) for g in sorted(
+            explorer.groups.values(), key=lambda g: (g.family, g.draws[0]))],
+    }
+
+
+def _group_summary(group) -> dict:
+    """One group's entry (``group``: an explorer :class:`~vgf_conformance.explore.explorer.Group`)."""
+    return {
+        "signature": group.signature,
+        "family": group.family,
+        "draws": len(group.draws),
+        "draw_numbers": group.draws[:50],
+        "found_in": group.found_in,
+        "minimal_from": ("hypothesis shrink" if group.minimal else
+                         "smallest seen (found while shrinking another group: not shrunk)"
+                         if group.found_in == "shrink" else "smallest seen (not shrunk)"),
+        "first": group.first,
+        "minimal": group.best,
+    }
 
 
 def render_markdown(summary: dict) -> str:

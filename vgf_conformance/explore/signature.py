@@ -21,9 +21,15 @@ One signature per failing draw, from the first of (in this order):
 
 Failures the table expects (a draw equal to a table case with an
 Expectation) are no signature.
+
+Each signature is also an exception class (:func:`failure_type`, a subclass of
+:class:`ExploreFailure`): the explorer's Hypothesis test raises it for a
+failing draw, and Hypothesis tells failures apart by their class.
 """
 
 from __future__ import annotations
+
+import re
 
 BUCKETS = ((2.0, "<=2LSB"), (10.0, "2-10LSB"), (float("inf"), ">10LSB"))
 
@@ -108,3 +114,33 @@ def failing_checks(outcome: dict) -> list[str]:
     if _failed(outcome, "test_pte"):
         checks.append("pte")
     return list(dict.fromkeys(checks))
+
+
+# ---------------------------------------------------------------------------
+# A signature as an exception class
+# ---------------------------------------------------------------------------
+class ExploreFailure(Exception):
+    """A failing draw. Subclassed once per signature (see :func:`failure_type`)."""
+
+    signature = ""
+
+    def __init__(self, outcome: dict) -> None:
+        super().__init__(f"{self.signature}: {outcome.get('id')}")
+        self.outcome = outcome
+
+
+_FAILURE_TYPES: dict[str, type] = {}
+
+
+def slug(sig: str) -> str:
+    """A signature as a name (of its exception class, of its example database)."""
+    return re.sub(r"\W+", "_", sig).strip("_")
+
+
+def failure_type(sig: str) -> type:
+    """The exception class of a signature (one per signature and process:
+    Hypothesis tells failures apart by their class)."""
+    if sig not in _FAILURE_TYPES:
+        name = "Failure_" + slug(sig)
+        _FAILURE_TYPES[sig] = type(name, (ExploreFailure,), {"signature": sig})
+    return _FAILURE_TYPES[sig]
