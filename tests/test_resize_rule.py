@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from vgf_conformance.cases.families import resize
+from vgf_conformance.cases.families.resize import delegation
 from vgf_conformance.tosa import rules
 
 SHAPES = [((3, 3), (1, 1)), ((31, 31), (1, 1)), ((17, 17), (1, 1)), ((16, 16), (1, 1)), ((62, 13), (4, 1)),
@@ -44,6 +44,6 @@ def test_nearest_with_a_factor_samples_with_the_factor():
     the partitioner keeps it on the CPU (the size ratio 4/62 would be legal)."""
     kwargs = dict(mode="nearest", scale_factor=5 / 64)
     assert _executorch_error((62, 13), (4, 1), False, True, (5 / 64, 5 / 64)) is not None
-    assert "border_y" in resize.cpu_reason(kwargs, (62, 13), (4, 1))
-    assert resize.cpu_reason(dict(kwargs, recompute_scale_factor=True), (62, 13), (4, 1)) is None
-    assert resize.cpu_reason(dict(mode="bilinear", align_corners=True, size=(1, 1)), (3, 3), (1, 1)) is None
+    assert "border_y" in delegation.cpu_reason(kwargs, (62, 13), (4, 1))
+    assert delegation.cpu_reason(dict(kwargs, recompute_scale_factor=True), (62, 13), (4, 1)) is None
+    assert delegation.cpu_reason(dict(mode="bilinear", align_corners=True, size=(1, 1)), (3, 3), (1, 1)) is None

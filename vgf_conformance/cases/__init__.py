@@ -2,7 +2,7 @@
 
 * :mod:`vgf_conformance.cases.case`: what a case is (:class:`Case`,
   :class:`InputSpec`, :class:`Expectation`, the id grammar);
-* :mod:`vgf_conformance.cases.families`: one module per op family, each
+* :mod:`vgf_conformance.cases.families`: one module (or package) per op family, each
   declaring its cases, default tolerance, pull-request tier and known
   failures (:class:`Family`); a new module there is a new family;
 * :mod:`vgf_conformance.cases.tolerances`: the traits that loosen bounds, and how

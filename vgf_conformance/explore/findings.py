@@ -258,7 +258,7 @@ def render_markdown(summary: dict) -> str:
         if m.get("table_twin"):
             lines.append(f"- the same parameters as table case `{m['table_twin']}`")
         if known_reason(m):
-            lines.append(f"- known: the table explains it as `{known_reason(m)}` (resize.py)")
+            lines.append(f"- known: the table explains it as `{known_reason(m)}` (resize/expectations.py)")
         lines += _details(m)
         lines += [f"- error map: ![error map {Path(f).name}]({f})" for f in g.get("error_maps", ())]
         lines += ["", "Reproduce:", "", "```sh", reproduce_command(m, s["vulkan"]), "```"]

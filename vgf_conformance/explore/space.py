@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 FAMILIES = ("resize", "grid_sample")
 
-#: Resize modes (keys of ``vgf_conformance.cases.families.resize.MODES``).
+#: Resize modes (keys of ``vgf_conformance.cases.families.resize.parameters.MODES``).
 RESIZE_MODES = ("bilinear-ac0", "bilinear-ac1", "nearest")
 #: Resize IO: qspec names of (input, output), or "fp" (PT2E off).
 RESIZE_IO = {
