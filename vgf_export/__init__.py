@@ -13,6 +13,8 @@ of the reference export script (``export_executorch.py``, see README.md):
 * :mod:`vgf_export.artifacts`: where an export's files go
 * :mod:`vgf_export.names`: backend ids, stages and file names, shared with the suite
 * :mod:`vgf_export.workarounds`: the ledger of workarounds
+* :mod:`vgf_export.stages`: the flow's stages: their timing, ``ExportStageError``, ``current_stage``
+* :mod:`vgf_export.arguments`: ``export_model``'s argument checks
 
 The public names below are imported on first use, so that a light module
 (``vgf_export.names``) can be read without importing torch and ExecuTorch.
@@ -22,7 +24,7 @@ import importlib
 
 _PUBLIC = {
     "ExportResult": "vgf_export.export",
-    "ExportStageError": "vgf_export.export",
+    "ExportStageError": "vgf_export.stages",
     "STAGES": "vgf_export.names",
     "export_model": "vgf_export.export",
     "apply_arm_backend_monkey_patch": "vgf_export.patches",

@@ -6,8 +6,9 @@ the VGF partitioner (wrapped) -> separate lowering of grid samplers ->
 IO quant params stripped and recorded -> report and artifacts.
 
 Failures inside the toolchain are raised as :class:`ExportStageError` naming
-the stage (export, quantize, partition, lower, convert, serialize); bad
-arguments are ``ValueError``s naming the argument.
+the stage (export, quantize, partition, lower, convert, serialize; see
+:mod:`vgf_export.stages`); bad arguments are ``ValueError``s naming the
+argument (:mod:`vgf_export.arguments`).
 """
 
 from __future__ import annotations
@@ -15,27 +16,23 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import torch
-import torch.nn.functional as F
 from executorch.backends.arm.vgf import VgfCompileSpec
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.passes.quantize_io_pass import extract_io_quant_params
-from torch.overrides import TorchFunctionMode
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 from vgf_export import artifacts as _artifacts
+from vgf_export.arguments import check_arguments, check_output_qspecs, probe_eager
 from vgf_export.grid_sampler_backend import (
     GridSamplerOnlyPartitioner,
     pad_rgb_grid_sampler_channels_pass,
 )
-from vgf_export.partitioner import VgfPartitionerWrapper, make_vgf_partitioner
+from vgf_export.partitioner import make_vgf_partitioner
 from vgf_export.patches import BILINEAR_SCALE_FACTOR, apply_arm_backend_monkey_patch
 from vgf_export.passes import (
     rewrite_large_bilinear_downsample_pass,
@@ -48,7 +45,16 @@ from vgf_export.reports import (
     emit_export_report,
     enable_vgf_debug_logging,
 )
+from vgf_export.stages import (
+    ExportStageError,
+    StageTrackingPartitioner,
+    start_tracking,
+    stop_tracking,
+)
 from vgf_export.workarounds import check_disabled
+
+# The flow's public names; ExportStageError is vgf_export.stages', re-exported here.
+__all__ = ["ExportResult", "ExportStageError", "GRID_SAMPLER_LOWERINGS", "TOSA_SPEC", "export_model"]
 
 #: Need FP for grid positions and int16 for the SNORM16 grid.
 TOSA_SPEC = "TOSA-1.0+INT+FP+int16"
@@ -59,28 +65,6 @@ TOSA_SPEC = "TOSA-1.0+INT+FP+int16"
 #: lowering (TOSA CUSTOM + SPIR-V inside the VGF delegate) with its SNORM
 #: quantization config, and none of this package's grid-sampler steps.
 GRID_SAMPLER_LOWERINGS = ("project", "upstream")
-
-
-
-class ExportStageError(RuntimeError):
-    """A toolchain failure, with the stage of the flow it happened in. For a
-    child process that timed out, the message ends with its output's tail."""
-
-    def __init__(self, stage: str, cause: BaseException) -> None:
-        self.stage = stage
-        self.cause = cause
-        message = f"[{stage}] {type(cause).__name__}: {cause}"
-        if isinstance(cause, subprocess.TimeoutExpired):
-            tail = _tail(cause.stdout) + _tail(cause.stderr)
-            message += f"\n--- output tail ---\n{tail}" if tail else " (no output)"
-        super().__init__(message)
-
-
-def _tail(output: bytes | str | None, lines: int = 20) -> str:
-    if not output:
-        return ""
-    text = output.decode(errors="replace") if isinstance(output, bytes) else output
-    return "\n".join(text.splitlines()[-lines:]) + "\n"
 
 
 @dataclasses.dataclass
@@ -112,76 +96,6 @@ class ExportResult:
         return self._as_tuple()[index]
 
 
-class _Stage:
-    """Tracks the stage of the flow and the seconds spent in each; wraps
-    toolchain errors with the stage they happened in."""
-
-    def __init__(self) -> None:
-        self.current = "export"
-        self.seconds: dict[str, float] = {}
-        self._since = time.perf_counter()
-
-    @property
-    def current(self) -> str:
-        return self._current
-
-    @current.setter
-    def current(self, name: str) -> None:
-        now = time.perf_counter()
-        if hasattr(self, "_current"):
-            self.seconds[self._current] = self.seconds.get(self._current, 0.0) + now - self._since
-        self._current, self._since = name, now
-
-    def __call__(self, name: str) -> "_Stage":
-        self.current = name
-        return self
-
-    def stop(self) -> dict[str, float]:
-        self.current = "done"
-        self.seconds.pop("done", None)
-        return self.seconds
-
-    def __enter__(self) -> "_Stage":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is None or isinstance(exc, (ExportStageError, KeyboardInterrupt)):
-            return False
-        stage = self.current
-        if stage == "lower" and (
-            "Vgf compiler failed" in str(exc) or isinstance(exc, subprocess.TimeoutExpired)
-        ):
-            stage = "convert"
-        raise ExportStageError(stage, exc) from exc
-
-
-#: The stage of the export running on each thread (thread id -> its tracker):
-#: a watchdog outside the export reads it (current_stage) to say where a hung
-#: export is. Nothing else reads or changes it.
-_RUNNING: dict[int, _Stage] = {}
-
-
-def current_stage(thread_id: int) -> str | None:
-    """The stage of the flow the export on thread ``thread_id`` is in (None:
-    no export running there)."""
-    stage = _RUNNING.get(thread_id)
-    return stage.current if stage is not None else None
-
-
-class _StageTrackingPartitioner(VgfPartitionerWrapper):
-    """Marks the end of partitioning, so later errors count as lowering."""
-
-    def __init__(self, *args, stage: _Stage, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._stage = stage
-
-    def partition(self, exported_program):
-        self._stage.current = "partition"
-        result = super().partition(exported_program)
-        self._stage.current = "lower"
-        return result
-
-
 def _ensure_model_converter_found() -> None:
     # ExecuTorch looks for model-converter on PATH; a venv's bin may not be.
     if os.environ.get("MODEL_CONVERTER_PATH") or shutil.which("model-converter"):
@@ -189,89 +103,6 @@ def _ensure_model_converter_found() -> None:
     candidate = Path(sys.executable).parent / "model-converter"
     if candidate.exists():
         os.environ["MODEL_CONVERTER_PATH"] = str(candidate)
-
-
-def _check_qspec_types(name: str, qspecs: tuple) -> None:
-    for i, q in enumerate(qspecs):
-        if q is not None and not isinstance(q, QuantizationSpec):
-            raise ValueError(
-                f"{name}[{i}] must be a QuantizationSpec or None, got {type(q).__name__}"
-            )
-
-
-def _check_arguments(
-    model: torch.nn.Module,
-    example_inputs: tuple,
-    quantized_input_qspecs: tuple,
-    module_name_quant_configs: dict,
-    enable_pt2e_quantization: bool,
-) -> None:
-    if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not example_inputs:
-        raise ValueError("export_model requires at least one model input tensor.")
-    for i, x in enumerate(example_inputs):
-        if not isinstance(x, torch.Tensor):
-            raise ValueError(
-                f"model_inputs[{i}] must be a torch.Tensor, got {type(x).__name__}"
-            )
-    _check_qspec_types("quantized_input_qspecs", quantized_input_qspecs)
-    if enable_pt2e_quantization and len(quantized_input_qspecs) != len(example_inputs):
-        raise ValueError(
-            "quantized_input_qspecs must have one entry per model input when PT2E "
-            f"quantization is enabled, got {len(quantized_input_qspecs)} qspecs for "
-            f"{len(example_inputs)} inputs"
-        )
-    known = {name for name, _ in model.named_modules()}  # "" is the whole model
-    unknown = sorted(set(module_name_quant_configs) - known)
-    if unknown:
-        raise ValueError(
-            f"module_name_quant_configs names unknown modules {unknown}; "
-            f"the model's submodules are {sorted(known)}"
-        )
-
-
-class _GridSampleShapeCheck(TorchFunctionMode):
-    """Refuses grid_sample calls whose image or grid is not 4-D, before
-    torch.export turns them into a less readable error (or a 3-D sampler)."""
-
-    _FUNCS = (F.grid_sample, torch.grid_sampler, torch.grid_sampler_2d)
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in self._FUNCS and len(args) >= 2:
-            image, grid = args[0], args[1]
-            if image.ndim != 4:
-                raise ValueError(
-                    "model_inputs: grid_sample needs a 4-D image [N, C, H, W], "
-                    f"got shape {list(image.shape)}"
-                )
-            if grid.ndim != 4 or grid.shape[-1] != 2:
-                raise ValueError(
-                    "model_inputs: grid_sample needs a 4-D grid [N, H_out, W_out, 2], "
-                    f"got shape {list(grid.shape)}"
-                )
-        return func(*args, **(kwargs or {}))
-
-
-def _probe_eager(model: torch.nn.Module, example_inputs: tuple) -> int:
-    """Run the model once on the example inputs, refusing non-4-D grid_sample
-    arguments; returns the number of tensor outputs."""
-    with torch.no_grad(), _GridSampleShapeCheck():
-        outputs = model(*example_inputs)
-    leaves = torch.utils._pytree.tree_leaves(outputs)
-    return sum(isinstance(leaf, torch.Tensor) for leaf in leaves)
-
-
-def _check_output_qspecs(
-    quantized_output_qspecs: tuple, output_count: int, enable_pt2e_quantization: bool
-) -> None:
-    _check_qspec_types("quantized_output_qspecs", quantized_output_qspecs)
-    if enable_pt2e_quantization and len(quantized_output_qspecs) != output_count:
-        raise ValueError(
-            "quantized_output_qspecs must have one entry per model output when PT2E "
-            f"quantization is enabled, got {len(quantized_output_qspecs)} qspecs for "
-            f"{output_count} outputs"
-        )
 
 
 def export_model(
@@ -325,15 +156,15 @@ def export_model(
     # acts per export (off when disabled here).
     scale_factor_fix = BILINEAR_SCALE_FACTOR.set("bilinear-scale-factor" not in disabled)
     try:
-        _check_arguments(
+        check_arguments(
             model,
             example_inputs,
             quantized_input_qspecs,
             module_name_quant_configs,
             enable_pt2e_quantization,
         )
-        output_count = _probe_eager(model, example_inputs)
-        _check_output_qspecs(quantized_output_qspecs, output_count, enable_pt2e_quantization)
+        output_count = probe_eager(model, example_inputs)
+        check_output_qspecs(quantized_output_qspecs, output_count, enable_pt2e_quantization)
         paths = _artifacts.prepare(
             artifacts_root, intermediate_artifacts_root, overwrite=overwrite_artifacts
         )
@@ -341,8 +172,7 @@ def export_model(
             str(paths.intermediates)
         )
 
-        stage = _Stage()
-        _RUNNING[threading.get_ident()] = stage
+        stage = start_tracking()
         with stage("export"):
             exported_program = torch.export.export(model, example_inputs, strict=True)
             # torch 2.13's module() adds a `_guards_fn` call_module node, which
@@ -381,7 +211,7 @@ def export_model(
                 exported = torch.export.export(captured_graph, example_inputs, strict=True)
 
         with stage("partition"):
-            vgf_partitioner = _StageTrackingPartitioner(
+            vgf_partitioner = StageTrackingPartitioner(
                 make_vgf_partitioner(
                     compile_spec,
                     claim_grid_sampler=upstream_sampler or "grid-sampler-routing" in disabled,
@@ -432,6 +262,5 @@ def export_model(
             stage_seconds=stage.stop(),
         )
     finally:
-        _RUNNING.pop(threading.get_ident(), None)
+        stop_tracking()
         BILINEAR_SCALE_FACTOR.reset(scale_factor_fix)
-

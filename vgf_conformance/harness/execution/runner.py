@@ -295,7 +295,7 @@ def run_case(case: Case, artifacts_root: Path, disable_workarounds=(),
     try:
         return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds, phase, timeout=timeout)
     except CaseTimeout as hang:
-        from vgf_export.export import current_stage
+        from vgf_export.stages import current_stage
 
         stage = current_stage(hang.thread.ident) or phase["now"]
         frame = sys._current_frames().get(hang.thread.ident)
