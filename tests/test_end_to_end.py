@@ -9,7 +9,7 @@ from vgf_conformance.cases.op_models import ConvRelu, GridSample, Resize
 from vgf_export import export_model, grid_qspec, image_qspec
 from vgf_export.grid_sampler_backend import GridSamplerPayload
 from vgf_export.qdq import is_dq_op, is_q_op
-from vgf_export.reports import call_functions
+from vgf_export.artifacts import call_functions
 
 INT8 = [image_qspec()]
 

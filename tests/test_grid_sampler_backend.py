@@ -16,7 +16,7 @@ from vgf_export.grid_sampler_backend import (
     pad_rgb_grid_sampler_channels_pass,
 )
 from vgf_export.passes import set_tensors_to_channels_last_pass
-from vgf_export.reports import lowered_modules
+from vgf_export.artifacts import lowered_modules
 
 
 def _edge(model=None, channels=4, grid_q=grid_qspec(), out_q=True):

@@ -1,6 +1,6 @@
 """The workaround ledger, checked on the installed ExecuTorch.
 
-For each workaround of :mod:`vgf_export.workarounds` (and each Arm backend
+For each workaround of :mod:`vgf_export.names` (and each Arm backend
 patch of :mod:`vgf_export.patches`), export its probe cases with and without
 it: it is still needed when a probe fails or changes without it. A
 workaround that makes no difference fails here and is listed in the report
@@ -27,7 +27,7 @@ from vgf_conformance.tosa.reader import summarize_tosa
 from vgf_conformance.harness.plugin.recording import record_workaround
 from vgf_export import ExportStageError, export_model
 from vgf_export.patches import installed_executorch_version, registered_patches
-from vgf_export.workarounds import WORKAROUNDS
+from vgf_export.names import WORKAROUNDS
 
 REPO = Path(__file__).resolve().parent.parent
 #: Hash seeds for the partition-order probe (0 and 3 lower differently on 1.5.1).

@@ -1,6 +1,6 @@
 """Export PyTorch image models to ExecuTorch programs for the Arm VGF backend.
 
-``export_model`` is the entry point; the modules map one-to-one onto the ideas
+``export_model`` is the entry point; the modules map onto the ideas
 of the reference export script (``export_executorch.py``, see README.md):
 
 * :mod:`vgf_export.qdq`: the SNORM image/grid qspecs and Q/DQ predicates
@@ -9,10 +9,8 @@ of the reference export script (``export_executorch.py``, see README.md):
 * :mod:`vgf_export.passes`: the resize split and channels-last passes
 * :mod:`vgf_export.grid_sampler_backend`: grid-sampler partitioner, backend, payload
 * :mod:`vgf_export.patches`: version-gated Arm backend patches
-* :mod:`vgf_export.reports`: export report and debug logging
-* :mod:`vgf_export.artifacts`: where an export's files go
-* :mod:`vgf_export.names`: backend ids, stages and file names, shared with the suite
-* :mod:`vgf_export.workarounds`: the ledger of workarounds
+* :mod:`vgf_export.artifacts`: the export report, debug logging, where an export's files go
+* :mod:`vgf_export.names`: backend ids, stages, file names and the workaround ledger, shared with the suite
 * :mod:`vgf_export.stages`: the flow's stages: their timing, ``ExportStageError``, ``current_stage``
 * :mod:`vgf_export.arguments`: ``export_model``'s argument checks
 

@@ -39,7 +39,7 @@ from vgf_export.passes import (
     set_tensors_to_channels_last_pass,
 )
 from vgf_export.quantizer import build_quantizer
-from vgf_export.reports import (
+from vgf_export.artifacts import (
     ExportReport,
     build_export_report,
     emit_export_report,
@@ -51,7 +51,7 @@ from vgf_export.stages import (
     start_tracking,
     stop_tracking,
 )
-from vgf_export.workarounds import check_disabled
+from vgf_export.names import check_disabled
 
 # The flow's public names; ExportStageError is vgf_export.stages', re-exported here.
 __all__ = ["ExportResult", "ExportStageError", "GRID_SAMPLER_LOWERINGS", "TOSA_SPEC", "export_model"]
@@ -125,7 +125,7 @@ def export_model(
 
     Artifacts already present under ``artifacts_root`` are never replaced
     unless ``overwrite_artifacts=True``. ``disable_workarounds`` turns named
-    workarounds of :mod:`vgf_export.workarounds` off (to show they are needed).
+    workarounds of :mod:`vgf_export.names` off (to show they are needed).
 
     ``grid_sampler_lowering="upstream"`` lowers ``grid_sampler_2d`` the way
     ExecuTorch 1.5 does by itself (see :data:`GRID_SAMPLER_LOWERINGS`): the

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = "python -m vgf_conformance explore " + shlex.join(sys.argv[1:] if argv is None else argv)
-    from vgf_export.workarounds import WORKAROUNDS
+    from vgf_export.names import WORKAROUNDS
 
     unknown = [w for w in args.disable_workaround if w not in WORKAROUNDS]
     if unknown:

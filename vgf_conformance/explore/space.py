@@ -182,7 +182,7 @@ def check_params(family: str, params, limits: Limits = DOMAIN) -> None:
     """Every parameter of a draw within the strategy's domain (a draw can come
     from a file or a pull request: ``docs/explorer/*.md``); a clear
     ``ValueError`` naming the first one that is not."""
-    from vgf_export.workarounds import WORKAROUNDS
+    from vgf_export.names import WORKAROUNDS
 
     if not isinstance(params, dict):
         raise ValueError(f"params: expected an object of draw parameters, got {params!r}")

@@ -57,7 +57,7 @@ def _tensor_text(val) -> str:
 def graph_section(edge_program) -> list[str]:
     """One line per node of the top-level graph: what it is, its tensor, and
     which earlier lines feed it."""
-    from vgf_export.reports import op_name
+    from vgf_export.artifacts import op_name
 
     graph = edge_program.exported_program().graph_module.graph
     index: dict[Any, int] = {}

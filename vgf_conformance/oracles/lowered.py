@@ -18,7 +18,7 @@ from torch.fx import Interpreter
 
 from vgf_conformance.oracles.delegates import DELEGATES, DelegateReference, LoweredRunError
 from vgf_conformance.text import dtype_name
-from vgf_export.reports import target_name
+from vgf_export.artifacts import target_name
 
 __all__ = ["DelegateCall", "LoweredProgram", "LoweredRunError", "output_quant", "quantize_inputs"]
 
