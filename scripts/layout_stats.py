@@ -1,6 +1,7 @@
 """The layout's numbers at a git revision: modules, lines, import circles,
-modules past 400 lines, imports of a test module (issue 27's before and after;
-upward imports need the layers, which only tests/test_layout.py knows for now).
+modules past 400 lines, folders past 12 modules, imports of a test module
+(issues 27's and 44's before and after; upward imports need the layers, which
+only tests/test_layout.py knows for now).
 
     .venv/bin/python scripts/layout_stats.py [REV...]   (default: HEAD)
 
@@ -48,6 +49,11 @@ def stats(rev: str) -> dict:
         graph = {name: rules._imports(name, path, found) for name, path in found.items()}
         lengths = {name: len(path.read_text().splitlines()) for name, path in found.items()}
         suite = {n for n in graph if not n.startswith("vgf_export")}
+        folders: dict[str, int] = {}
+        for path in found.values():
+            if path.name != "__init__.py":
+                folder = str(path.parent.relative_to(root))
+                folders[folder] = folders.get(folder, 0) + 1
         return {
             "rev": rev,
             "modules": len(found),
@@ -56,6 +62,8 @@ def stats(rev: str) -> dict:
             "import circles": [c for c in rules._cycles(graph)],
             "modules past 400 lines": {n: k for n, k in sorted(lengths.items(), key=lambda x: -x[1]) if k > 400},
             "largest module": max(lengths.items(), key=lambda x: x[1]),
+            "folders past 12 modules": {f: k for f, k in sorted(folders.items(), key=lambda x: -x[1]) if k > 12},
+            "largest folder": max(folders.items(), key=lambda x: x[1]),
             "imports of a test module": sorted(f"{a} -> {b}" for a in suite for b in graph[a]
                                                if b.rpartition(".")[2].startswith("test_")),
         }

@@ -255,3 +255,9 @@ def test_the_harness_modules_old_paths_still_import_and_run(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "use python -m vgf_conformance slack" in done.stderr, done.stderr
     assert "usage:" in done.stdout, done.stdout
+
+
+def test_every_package_says_what_it_holds():
+    silent = sorted(name for name, path in _modules().items()
+                    if path.name == "__init__.py" and not ast.get_docstring(ast.parse(path.read_text())))
+    assert not silent, f"packages without a docstring saying what they hold: {silent}"
