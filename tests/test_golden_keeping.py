@@ -260,11 +260,12 @@ def test_the_accept_command_selects_exactly_one_case():
     target = "resize-nearest-up2-int16io"
     assert f"a16w8-{target}" in CASES  # the look-alike exists
     config = SimpleNamespace(getoption={"--vgf-case": [target], "--vgf-cases": [], "--vgf-golden-dir": None}.get,
-                             stash={}, invocation_params=SimpleNamespace(args=()))
+                             getini=lambda name: [], stash={}, invocation_params=SimpleNamespace(args=()))
     config.stash = pytest.Stash()
     assert list(session.session_cases(config)) == [target]
     assert recording.accept_command(config, target) == f"scripts/conformance.sh --vgf-case {target} --snapshot-update"
-    bad = SimpleNamespace(getoption={"--vgf-case": ["no-such-case"], "--vgf-cases": []}.get, stash=pytest.Stash())
+    bad = SimpleNamespace(getoption={"--vgf-case": ["no-such-case"], "--vgf-cases": []}.get, getini=lambda name: [],
+                          stash=pytest.Stash())
     with pytest.raises(pytest.UsageError, match="--vgf-case: no case 'no-such-case'"):
         session.session_cases(bad)
 

@@ -11,6 +11,10 @@ from typing import Any
 
 #: What a case id may look like: it names the case's golden file.
 CASE_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+#: The flow a case runs in unless a run asks for others (vgf_conformance.cases.flows).
+DEFAULT_FLOW = "vgf"
+#: A run key: a case id, or ``<flow>/<case id>`` for a run of another flow than the default.
+RUN_KEY_PATTERN = re.compile(r"(?:[a-z0-9][a-z0-9_.-]*/)?[a-z0-9][a-z0-9_.-]*")
 
 #: Lines of an error message (or a tool's output) kept in failures and reports.
 TAIL_LINES = 25

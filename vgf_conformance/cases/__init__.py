@@ -8,9 +8,11 @@
 * :mod:`vgf_conformance.cases.tolerances`: the traits that loosen bounds, and how
   a case's tolerance is resolved;
 * :mod:`vgf_conformance.cases.op_models`: the small models (one op or a few) the families export;
-* :mod:`vgf_conformance.cases.zoo`: the model tier's realistic architectures.
+* :mod:`vgf_conformance.cases.zoo`: the model tier's realistic architectures;
+* :mod:`vgf_conformance.cases.flows`: the ways of lowering a case (flows).
 
-``CASES`` is the built-in table (case id -> case).
+``TABLE`` is the built-in table (case id -> case); ``CASES`` its runs in the
+gating flows (run key -> run: the table itself in the default flow).
 """
 
 import importlib
@@ -21,6 +23,7 @@ from vgf_conformance.cases.case import QSPECS, STAGES, Case, Expectation, measur
 from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import FAMILIES, Family, build_table, load_case_file, register
 from vgf_conformance.cases.tolerances import check_traits
+from vgf_conformance.cases import flows
 
 
 def builtin_families() -> list[Family]:
@@ -31,7 +34,8 @@ def builtin_families() -> list[Family]:
 
 BUILTIN_FAMILIES = builtin_families()
 check_traits([f.tolerance for f in BUILTIN_FAMILIES])
-CASES = build_table(BUILTIN_FAMILIES)
+TABLE = build_table(BUILTIN_FAMILIES)
+CASES = flows.expand(TABLE)
 
-__all__ = ["BUILTIN_FAMILIES", "CASES", "FAMILIES", "QSPECS", "STAGES", "Case", "Expectation", "Family",
+__all__ = ["BUILTIN_FAMILIES", "CASES", "FAMILIES", "TABLE", "QSPECS", "STAGES", "Case", "Expectation", "Family",
            "InputSpec", "build_table", "load_case_file", "measured_lsb"]

@@ -30,7 +30,7 @@ from torch import nn
 
 from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.oracles.references import ORACLES
-from vgf_conformance.text import CASE_ID_PATTERN
+from vgf_conformance.text import CASE_ID_PATTERN, DEFAULT_FLOW
 from vgf_export import names, snorm_qspec
 
 #: IO qspec names used in cases: SNORM8, SNORM16, or float (None).
@@ -202,6 +202,9 @@ class Case:
     * ``stays_on_cpu`` / ``cpu_ops`` + ``cpu_ops_reason``: the expected
       delegation (default: fully delegated, nothing but Q/DQ on the CPU).
     * ``quick``: set from its family's quick set (the pull-request tier).
+    * ``flow``: the way it is lowered (:mod:`vgf_conformance.cases.flows`);
+      a run of another flow than the default is keyed ``<flow>/<case id>``
+      (its ``id``) and draws the inputs of the case (:attr:`case_id`).
     """
 
     id: str
@@ -227,12 +230,20 @@ class Case:
     #: resolved when the case's family builds it (:meth:`Family.finish`):
     #: the family default loosened by the case's traits.
     tolerances: tuple = ()
+    flow: str = DEFAULT_FLOW
+
+    @property
+    def case_id(self) -> str:
+        """The case's own id: ``id`` without the flow of the run."""
+        return self.id.partition("/")[2] if self.flow != DEFAULT_FLOW else self.id
 
     def __post_init__(self) -> None:
         if bool(self.cpu_ops) != bool(self.cpu_ops_reason) or (self.cpu_ops and self.stays_on_cpu):
             raise ValueError(f"{self.id}: cpu_ops needs cpu_ops_reason (and neither goes with stays_on_cpu)")
-        if not ID_PATTERN.fullmatch(self.id):
-            raise ValueError(f"case id {self.id!r} must be lowercase letters, digits, '-', '_', '.'")
+        if not ID_PATTERN.fullmatch(self.case_id) or (self.flow != DEFAULT_FLOW
+                                                      and self.id != f"{self.flow}/{self.case_id}"):
+            raise ValueError(f"case id {self.id!r} must be lowercase letters, digits, '-', '_', '.' "
+                             f"(a run of another flow: <flow>/<case id>)")
         if len(self.input_qspecs) != len(self.inputs):
             raise ValueError(f"{self.id}: one input qspec per input, got {len(self.input_qspecs)} "
                              f"for {len(self.inputs)} inputs")
@@ -287,7 +298,7 @@ class Case:
     def make_inputs(self) -> tuple[torch.Tensor, ...]:
         """The example inputs: generated from the seed of the id (in order;
         a file input draws nothing from it), or read from their files."""
-        gen = torch.Generator().manual_seed(zlib.crc32(self.id.encode()))
+        gen = torch.Generator().manual_seed(zlib.crc32(self.case_id.encode()))
         inputs = []
         for index, spec in enumerate(self.inputs):
             try:
@@ -341,8 +352,11 @@ class Case:
 
     def describe(self, model=None) -> dict:
         """The declarative parameters, as they appear at the top of the golden
-        (``model``: the case's model as built for its export; default: a new one)."""
+        (``model``: the case's model as built for its export; default: a new one);
+        a run of another flow than the default names it."""
+        flow = {} if self.flow == DEFAULT_FLOW else {"flow": self.flow}
         return {
+            **flow,
             "family": self.family,
             "model": repr(self.model() if model is None else model),
             "inputs": [s.describe() for s in self.inputs],

@@ -1,9 +1,11 @@
 """Which files of a golden directory are goldens, and which goldens are stale.
 
 A golden is a file ``<case id>.json`` at the top level of the golden
-directory, its name a valid case id (``vgf_conformance.text.CASE_ID_PATTERN``),
-holding a JSON object with a ``case`` section. Nothing else there is ours: a
-README, a subfolder's files, a ``notes.json`` are never reported or removed. A golden is
+directory (or ``<flow>/<case id>.json`` for a run of another flow than the
+default, in the folder of a flow the table runs), its name a valid case id
+(``vgf_conformance.text.CASE_ID_PATTERN``), holding a JSON object with a
+``case`` section. Nothing else there is ours: a README, the files of any other
+subfolder, a ``notes.json`` are never reported or removed. A golden is
 *stale* when its case is no longer in the table; only such a golden is
 removed, and only by a full, unfiltered ``--snapshot-update`` run
 (:mod:`vgf_conformance.harness.plugin.golden_keeper`): a case that fails, errors, is skipped
@@ -38,18 +40,35 @@ def is_golden(path: Path) -> bool:
     return isinstance(content, dict) and "case" in content
 
 
-def golden_files(directory: Path) -> dict[str, Path]:
-    """Case id -> its golden file, for every golden at the top level of ``directory``."""
+def golden_files(directory: Path, flows=()) -> dict[str, Path]:
+    """Run key -> its golden file, for every golden at the top level of
+    ``directory`` and in the folders of ``flows`` (``<flow>/<case id>``)."""
     directory = Path(directory)
     if not directory.is_dir():
         return {}
-    return {path.name[: -len(SUFFIX)]: path for path in sorted(directory.iterdir()) if is_golden(path)}
+    found = {path.name[: -len(SUFFIX)]: path for path in sorted(directory.iterdir()) if is_golden(path)}
+    for flow in sorted(flows):
+        if ID_PATTERN.fullmatch(flow) and (directory / flow).is_dir():
+            found.update((f"{flow}/{path.name[: -len(SUFFIX)]}", path)
+                         for path in sorted((directory / flow).iterdir()) if is_golden(path))
+    return found
 
 
-def stale_goldens(directory: Path, case_ids) -> list[Path]:
-    """The goldens in ``directory`` whose case is not in ``case_ids``."""
-    ids = set(case_ids)
-    return [path for case_id, path in golden_files(directory).items() if case_id not in ids]
+def run_key(directory: Path, path: Path) -> str:
+    """The run key a golden file of ``directory`` stands for."""
+    return Path(path).relative_to(directory).with_suffix("").as_posix()
+
+
+def flows_of(run_keys) -> set[str]:
+    """The flows (other than the default) that some of ``run_keys`` run in."""
+    return {key.partition("/")[0] for key in run_keys if "/" in key}
+
+
+def stale_goldens(directory: Path, run_keys) -> list[Path]:
+    """The goldens in ``directory`` whose run is not among ``run_keys`` (the
+    runs of every flow of the table: a flow a run does not lower keeps its goldens)."""
+    keys = set(run_keys)
+    return [path for key, path in golden_files(directory, flows_of(keys)).items() if key not in keys]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vgf-cases", action="append", default=[], metavar="FILE",
                         help="the case files of a team's table (default: the built-in table)")
     args = parser.parse_args(argv)
-    from vgf_conformance.cases import CASES, build_table, load_case_file
+    from vgf_conformance.cases import TABLE, build_table, flows, load_case_file
     from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
 
     if args.vgf_cases and args.golden_dir is None:
@@ -69,14 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     if not directory.is_dir():
         parser.error(f"--golden-dir: {directory} is not a directory")
     try:
-        table = build_table([f for path in args.vgf_cases for f in load_case_file(path)]) \
-            if args.vgf_cases else CASES
+        table = flows.expand(build_table([f for path in args.vgf_cases for f in load_case_file(path)])
+                             if args.vgf_cases else TABLE, flows.FLOWS)
     except ValueError as error:
         parser.error(f"--vgf-cases: {error}")
     stale = stale_goldens(directory, table)
     for path in stale:
-        print(f"stale golden: {path} (case {path.stem} is not in the table)")
-    print(f"{len(stale)} stale of {len(golden_files(directory))} goldens in {directory}")
+        print(f"stale golden: {path} (run {run_key(directory, path)} is not in the table)")
+    print(f"{len(stale)} stale of {len(golden_files(directory, flows_of(table)))} goldens in {directory}")
     return 1 if stale else 0
 
 

@@ -38,7 +38,8 @@ GOLDEN_TEST = "test_golden"
 
 
 def golden_path(case_id: str) -> Path:
-    """Where the golden of ``case_id`` is stored."""
+    """Where the golden of ``case_id`` (a run key: ``<flow>/<case id>`` in
+    another flow than the default) is stored."""
     return GOLDEN_DIR / f"{case_id}.json"
 
 
@@ -132,7 +133,8 @@ def case_id_of(test_location) -> str:
 
 
 class GoldenExtension(SingleFileSnapshotExtension):
-    """Stores each case's golden as ``GOLDEN_DIR/<case id>.json``.
+    """Stores each case's golden as ``GOLDEN_DIR/<case id>.json`` (a run of
+    another flow: ``GOLDEN_DIR/<flow>/<case id>.json``).
 
     syrupy names a snapshot after its test (``test_golden[<case id>]``) and
     puts it next to the test module; this extension keeps that name
@@ -160,7 +162,9 @@ class GoldenExtension(SingleFileSnapshotExtension):
     @classmethod
     def write_snapshot_collection(cls, *, snapshot_collection, name_order=None) -> None:
         """Each golden written whole or not at all (a killed run never leaves half a golden)."""
-        atomic_write(snapshot_collection.location, next(iter(snapshot_collection)).data)
+        location = Path(snapshot_collection.location)
+        location.parent.mkdir(parents=True, exist_ok=True)  # a flow's folder
+        atomic_write(location, next(iter(snapshot_collection)).data)
 
     @classmethod
     def dirname(cls, *, test_location) -> str:
@@ -183,10 +187,10 @@ class GoldenExtension(SingleFileSnapshotExtension):
 
     def read_snapshot_collection(self, *, snapshot_location: str) -> SnapshotCollection:
         collection = SnapshotCollection(location=snapshot_location)
-        collection.add(Snapshot(name=f"{GOLDEN_TEST}[{Path(snapshot_location).stem}]"))
+        run_key = Path(snapshot_location).relative_to(GOLDEN_DIR).with_suffix("").as_posix()
+        collection.add(Snapshot(name=f"{GOLDEN_TEST}[{run_key}]"))
         return collection
 
     @classmethod
     def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
-        path = Path(snapshot_location)
-        return path.parent == GOLDEN_DIR and path.stem == case_id_of(test_location)
+        return Path(snapshot_location) == golden_path(case_id_of(test_location))

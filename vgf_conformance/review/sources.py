@@ -65,6 +65,15 @@ def is_case_file(name: str) -> bool:
     return name.endswith(SUFFIX) and bool(CASE_ID_PATTERN.fullmatch(name[: -len(SUFFIX)]))
 
 
+def run_key_of(relative: str) -> str | None:
+    """The run key a path in a golden directory names: ``<case id>.json`` at
+    its top, or ``<flow>/<case id>.json`` in a flow's folder; None otherwise."""
+    parts = relative.split("/")
+    if len(parts) > 2 or not is_case_file(parts[-1]) or (len(parts) == 2 and not CASE_ID_PATTERN.fullmatch(parts[0])):
+        return None
+    return relative[: -len(SUFFIX)]
+
+
 @dataclasses.dataclass
 class Side:
     """One side of a review: its goldens by case id (their blob ids), how
@@ -95,8 +104,9 @@ def repository(start: Path) -> Path:
 
 
 def _directory_side(directory: Path, label: str, lock_file: Path | None) -> Side:
-    files = {path.name[: -len(SUFFIX)]: path for path in sorted(directory.iterdir())
-             if path.is_file() and is_case_file(path.name)}
+    paths = [*directory.glob("*.json"), *directory.glob("*/*.json")]
+    files = {key: path for path in sorted(paths)
+             if path.is_file() and (key := run_key_of(path.relative_to(directory).as_posix())) is not None}
     lock = lock_file.read_text() if lock_file is not None and lock_file.is_file() else None
     return Side(label, {c: blob_id(p.read_bytes()) for c, p in files.items()}, lock, files=files)
 
@@ -109,14 +119,15 @@ def _revision_side(repo: Path, revision: str, golden_subdir: str, what: str) -> 
                           f"{repo} (expected a git revision such as main, HEAD~1 or a commit id, or a golden "
                           "directory)")
     commit = done.stdout.strip()
-    listing = _git(repo, "ls-tree", commit, "--", f"{golden_subdir.rstrip('/')}/").decode()
+    top = f"{golden_subdir.rstrip('/')}/"
+    listing = _git(repo, "ls-tree", "-r", commit, "--", top).decode()
     ids = {}
     for line in listing.splitlines():
         meta, name = line.split("\t", 1)
         kind, blob = meta.split()[1:3]
-        name = name.rsplit("/", 1)[-1]
-        if kind == "blob" and is_case_file(name):
-            ids[name[: -len(SUFFIX)]] = blob
+        key = run_key_of(name[len(top):]) if name.startswith(top) else None
+        if kind == "blob" and key is not None:
+            ids[key] = blob
     lock = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{LOCK_FILE}"], capture_output=True,
                           text=True, timeout=GIT_TIMEOUT)
     return Side(f"{revision} ({commit[:10]})", ids, lock.stdout if lock.returncode == 0 else None, repo=repo)

@@ -168,6 +168,7 @@ class CaseRun:
         return {
             "id": self.case.id,
             "family": self.case.family,
+            "flow": self.case.flow,
             "quick": self.case.quick,
             "stage": self.stage,
             "error": self.failure.describe() if self.failure else None,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from vgf_conformance.goldens.stale import golden_files, stale_goldens
+from vgf_conformance.goldens.stale import golden_files, run_key, stale_goldens
 
 #: workeroutput key: the ids of the run's whole case table (a worker loads it).
 TABLE_KEY = "vgf_case_table"
@@ -107,10 +107,11 @@ class GoldenKeeper:
         if updating and is_full_run(self.config):
             for path in stale:
                 path.unlink()
-                self._say(f"vgf goldens: removed stale golden {path.name} (case {path.stem} is no longer in the table)")
+                self._say(f"vgf goldens: removed stale golden {path.name} (run {run_key(directory, path)} is no "
+                          "longer in the table)")
             return
         for path in stale:
-            self._say(f"vgf goldens: stale golden {path} (case {path.stem} is not in the table)", red=True)
+            self._say(f"vgf goldens: stale golden {path} (run {run_key(directory, path)} is not in the table)", red=True)
         how = ("a full, unfiltered run with --snapshot-update removes them" if not updating
                else "this run is filtered, so nothing was removed: run the whole suite with --snapshot-update")
         self._say(f"vgf goldens: {len(stale)} stale golden(s): {how} (or delete the files)", red=True)

@@ -6,6 +6,8 @@ Options:
                         table; repeatable
   --vgf-case ID         run only this case (exact id; repeatable): the accept and
                         rerun commands select one case with it
+  --vgf-flow NAME       run the cases in this flow (repeatable; all: every flow;
+                        default: the gating flows; see vgf_conformance.cases.flows)
   --vgf-golden-dir DIR  goldens in DIR instead of golden/cases (required with --vgf-cases;
                         never the built-in one)
   --vgf-report DIR      write DIR/report.json and DIR/report.md
@@ -51,6 +53,8 @@ def add_options(parser) -> None:
                   help="the golden directory (--vgf-golden-dir), relative to this configuration file")
     parser.addini("vgf_cases", type="paths", default=[],
                   help="case files (--vgf-cases), relative to this configuration file")
+    parser.addini("vgf_flow", type="args", default=[],
+                  help="the flows a run lowers its cases in, as --vgf-flow (default: the gating flows)")
     parser.addini("vgf_durations", type="paths", default=[],
                   help="the durations file (--vgf-durations), relative to this configuration file")
     group = parser.getgroup("vgf-conformance")
@@ -60,6 +64,10 @@ def add_options(parser) -> None:
     group.addoption("--vgf-case", metavar="ID", action="append", default=[],
                     help="run only this case of the table (its exact id; repeatable); the run's "
                          "other tests are deselected")
+    group.addoption("--vgf-flow", metavar="NAME", action="append", default=[],
+                    help="lower the cases in this flow (repeatable; 'all': every flow); a run of "
+                         "another flow than vgf is <flow>/<case id> (default: the gating flows, "
+                         "vgf_conformance/cases/flows.py)")
     group.addoption("--vgf-golden-dir", metavar="DIR", default=None,
                     help="read and write goldens in DIR (<case id>.json each) instead of the "
                          "built-in golden/cases; required with --vgf-cases")
@@ -120,6 +128,12 @@ def shard(config) -> tuple[int, int] | None:
         return plan.parse_shard(spec)
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
+
+
+def flows(config) -> tuple[str, ...]:
+    """The flow names a run asked for (``--vgf-flow``, else the ini's ``vgf_flow``);
+    empty: the gating flows. Checked against the registry where the table loads."""
+    return tuple(config.getoption("--vgf-flow") or config.getini("vgf_flow"))
 
 
 def case_timeout(config) -> float | None:

@@ -97,8 +97,11 @@ def suite_command(config) -> str:
 
 def case_command(config, case_id: str) -> str:
     """The command that reruns exactly one case (``--vgf-case``, never a
-    substring match that would select its look-alikes too)."""
-    return f"{suite_command(config)} --vgf-case {shlex.quote(case_id)}"
+    substring match that would select its look-alikes too); a run of another
+    flow than the default (``<flow>/<case id>``) with its ``--vgf-flow``."""
+    flow, _, _ = case_id.rpartition("/")
+    return (f"{suite_command(config)}{f' --vgf-flow {shlex.quote(flow)}' if flow else ''} "
+            f"--vgf-case {shlex.quote(case_id)}")
 
 
 def accept_command(config, case_id: str) -> str:

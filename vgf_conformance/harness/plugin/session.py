@@ -23,6 +23,7 @@ class Session:
     def __init__(self, config) -> None:
         self.config = config
         self._table: dict | None = None
+        self._whole: dict = {}
         self._durations: durations.Durations | None = None
         self._plan: dict[str, str] | None = None
         self.parametrized = False  # the case tests were parametrized over the table
@@ -34,23 +35,32 @@ class Session:
         return config.stash[SESSION_KEY]
 
     def cases(self, whole: bool = False) -> dict:
-        """The cases of this run (case id -> Case): the built-in table, or the
-        families of the ``--vgf-cases`` files, restricted to ``--vgf-case`` ids
-        (``whole``: not restricted). Loaded once, when a run collects."""
+        """The runs of this run (run key -> Case): the built-in table, or the
+        families of the ``--vgf-cases`` files, in the ``--vgf-flow`` flows,
+        restricted to ``--vgf-case`` keys (``whole``: every run of every flow,
+        unrestricted: what the golden directory may hold). Loaded once, when a
+        run collects."""
         if self._table is None:
-            from vgf_conformance.cases import CASES, build_table, load_case_file
+            from vgf_conformance.cases import TABLE, build_table, flows, load_case_file
 
             files = self.config.getoption("--vgf-cases")
             try:
-                self._table = build_table([f for path in files for f in load_case_file(path)]) if files else CASES
+                table = build_table([f for path in files for f in load_case_file(path)]) if files else TABLE
+                chosen = flows.check_flows(options.flows(self.config)) or flows.GATING_FLOWS
             except ValueError as error:
                 raise pytest.UsageError(str(error)) from None
+            self._table = flows.expand(table, chosen)
+            self._whole = flows.expand(table, flows.FLOWS)
+        if whole:
+            return self._whole
         only = self.config.getoption("--vgf-case")
-        if whole or not only:
+        if not only:
             return self._table
         unknown = [case_id for case_id in only if case_id not in self._table]
         if unknown:
-            raise pytest.UsageError(f"--vgf-case: no case {unknown[0]!r} in the table "
+            elsewhere = " (a run of a flow this run does not lower: add --vgf-flow)" \
+                if unknown[0] in self._whole else ""
+            raise pytest.UsageError(f"--vgf-case: no case {unknown[0]!r} in the table{elsewhere} "
                                     f"(python -m vgf_conformance lists the case ids)")
         return {case_id: case for case_id, case in self._table.items() if case_id in only}
 
@@ -108,6 +118,7 @@ class Session:
                 deselect(items=drop)
                 items[:] = keep
         if has_cases:
+            skip_outside_flow(items, self.cases())
             mark_expected_failures(items, self.cases())
             items[:] = plan.order_items(items, self.plan, seconds)
 
@@ -119,6 +130,19 @@ class Session:
 def session_cases(config, whole: bool = False) -> dict:
     """The run's cases (:meth:`Session.cases`)."""
     return Session.of(config).cases(whole)
+
+
+def skip_outside_flow(items, cases: dict) -> None:
+    """A skip on each test of a run whose flow does not apply that check
+    (declared in the skip ledger: ``not-in-flow``), saying why."""
+    from vgf_conformance.cases.flows import FLOWS
+
+    for item in items:
+        case = cases.get(plan.item_case(item))
+        flow = FLOWS.get(case.flow) if case is not None else None
+        if flow is not None and not flow.applies_to(item.originalname):
+            item.add_marker(pytest.mark.skip(reason=f"{case.id}: does not apply in the {flow.name} flow: "
+                                                    f"{flow.why_not}"))
 
 
 def mark_expected_failures(items, cases: dict) -> None:

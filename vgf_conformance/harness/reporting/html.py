@@ -30,7 +30,7 @@ from pathlib import Path
 
 from vgf_conformance.harness.reporting.records import OUTCOME_ORDER, SUITE_SCRIPT
 from vgf_conformance.harness.reporting.summary import delegation, summarize
-from vgf_conformance.text import CASE_ID_PATTERN
+from vgf_conformance.text import RUN_KEY_PATTERN
 
 #: Lines of a golden diff kept in the report.
 DIFF_LINES = 200
@@ -123,7 +123,7 @@ def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> 
                 entries.append(dict(entry))
                 continue
             name = Path(entry["file"]).name
-            if not CASE_ID_PATTERN.fullmatch(str(case["id"])) or not name.endswith(".png"):
+            if not RUN_KEY_PATTERN.fullmatch(str(case["id"])) or not name.endswith(".png"):
                 # A report is data: an id or file that would lead outside the report folder is refused.
                 entries.append(dict(entry, missing=f"refused: case id {case['id']!r} or map {entry['file']!r} "
                                                    "is not a case's map"))

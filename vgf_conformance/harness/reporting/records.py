@@ -24,6 +24,7 @@ from pathlib import Path
 from vgf_conformance.harness.reporting import skips
 from vgf_conformance.harness.reporting.machine import line as machine_line
 from vgf_conformance.harness.reporting.summary import summarize
+from vgf_conformance.text import DEFAULT_FLOW
 
 #: The command that runs the built-in table (README's quick start): the rerun
 #: commands of a report that does not record its own.
@@ -54,7 +55,9 @@ def _fields(cls, data: dict, what: str) -> dict:
 class CaseRecord:
     """One case of ``report.json`` (every field is always present).
 
-    ``id``, ``family``, ``quick``: the case. ``outcome``: the worst outcome of
+    ``id``, ``family``, ``quick``: the case; ``flow``: how it was lowered
+    (:mod:`vgf_conformance.cases.flows`; ``id`` is ``<flow>/<case id>`` in
+    another flow than the default). ``outcome``: the worst outcome of
     its tests (:data:`OUTCOME_ORDER`); ``tests``: test name -> outcome.
     ``stage``: the last stage reached; ``error`` and ``origin``: its failure
     and where it comes from (``toolchain``, ``case`` or ``harness``, see
@@ -78,6 +81,7 @@ class CaseRecord:
 
     id: str
     family: str = "?"
+    flow: str = DEFAULT_FLOW
     quick: bool = False
     outcome: str = "passed"
     tests: dict = dataclasses.field(default_factory=dict)

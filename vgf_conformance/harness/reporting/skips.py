@@ -36,6 +36,10 @@ DECLARED: dict[str, Declared] = {
         r": stays on the CPU as declared \(",
         "the case is declared to stay on the CPU (its reason in the case table): no delegate, "
         "so no program for Vulkan; test_delegation fails if it gets delegated"),
+    "not-in-flow": Declared(
+        r": does not apply in the [a-z0-9-]+ flow: ",
+        "the check does not apply to that flow's runs (its entry in vgf_conformance/cases/flows.py says "
+        "why); the same case's run in the default flow runs it"),
     "vulkan-unavailable": Declared(
         re.escape(VULKAN_UNAVAILABLE),
         "no Vulkan stack on this machine (scripts/setup.sh installs it): the Vulkan tier is a "

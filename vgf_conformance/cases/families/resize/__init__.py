@@ -25,10 +25,9 @@ import math
 from fractions import Fraction as F
 
 import vgf_conformance.cases.op_models as models
-from vgf_conformance.cases.case import Case, Expectation, factor_id, frac_id, io_suffix, measured_lsb
+from vgf_conformance.cases.case import Case, factor_id, frac_id, io_suffix
 from vgf_conformance.cases.families.resize.delegation import PARTLY_DELEGATED, cpu_reason, is_split
-from vgf_conformance.cases.families.resize.expectations import (BILINEAR_SCALE_FACTOR_IGNORED, EXPECTATIONS,
-                                                                UPSTREAM_DIVERGENCE)
+from vgf_conformance.cases.families.resize.expectations import EXPECTATIONS
 from vgf_conformance.cases.families.resize.parameters import (AXIS_FACTORS, CHANNELS, EDGE_SIZES, FACTORS, LARGE,
                                                               MODE_FACTORS, MODES, NONEXACT, ODD_WIDTHS,
                                                               OTHER_MODES, SIZES)
@@ -36,7 +35,6 @@ from vgf_conformance.cases.inputs import InputSpec
 from vgf_conformance.cases.family import Family
 from vgf_conformance.cases.tolerances import family_tolerance
 from vgf_conformance.oracles.compare import Bound
-from vgf_conformance.oracles.references import ORACLES
 
 # One requantizing op, SNORM8 in and out: vs_fake_quant and vs_float keep the
 # oracles' defaults (1 LSB, bias 0.3; 2 LSB, measured 1.63: the input
@@ -52,7 +50,6 @@ TOLERANCE = family_tolerance(vs_float_dq=Bound(1.5, bias_lsb=0.36))
 QUICK = frozenset({
     "resize-bicubic-ac0-down2-int8io",  # CPU add, sub, clamp; FP32 CONCAT, TRANSPOSE
     "resize-bilinear-ac0-aa-down2-int8io",  # CPU antialiased bilinear
-    "resize-bilinear-ac0-in10x13-s7_10-upstream-int8io",  # the bilinear-scale-factor workaround off
     "resize-bilinear-ac0-in16x56-s1_13-rsf-int8io",  # a RESIZE axis of scale 1
     "resize-bilinear-ac1-size64x48-3x2-int8io",  # CPU upsample_bilinear2d
     "resize-nearest-down2-fp",  # RESIZE NEAREST down
@@ -146,12 +143,7 @@ def _nonexact_cases() -> list[Case]:
             cases.append(resize_case(name, kwargs, shape, **noise))
             if mode_name != "bilinear-ac0":
                 continue
-            cases += [
-                resize_case(f"{name}-upstream", kwargs, shape,
-                            options=dict(disable_workarounds=("bilinear-scale-factor",)),
-                            expect=Expectation("run", r"max error \d+\.\d+ LSB >", BILINEAR_SCALE_FACTOR_IGNORED,
-                                               checks=tuple(ORACLES),
-                                               lsb=measured_lsb(*UPSTREAM_DIVERGENCE[(h, w), f])), **noise),
+            cases += [  # (without the workaround: the without-bilinear-scale-factor flow)
                 resize_case(f"{name}-rsf", dict(kwargs, recompute_scale_factor=True), shape, **noise),
                 resize_case(f"{mode_name}-size{h}x{w}-{out[0]}x{out[1]}", dict(mode, size=out), shape, **noise),
             ]
@@ -219,15 +211,12 @@ def _mode_cases() -> list[Case]:
 
 
 def _explored_cases() -> list[Case]:
-    """Found by the explorer (python -m vgf_conformance explore), with and without the workaround."""
+    """Found by the explorer (python -m vgf_conformance explore); without the
+    workaround: the without-bilinear-scale-factor flow."""
     kwargs, shape, noise = dict(MODES["bilinear-ac0"], scale_factor=5 / 64), (1, 4, 62, 13), "image"
-    upstream = Expectation("run", r"max error \d+\.\d+ LSB >", BILINEAR_SCALE_FACTOR_IGNORED, checks=tuple(ORACLES),
-                           lsb=measured_lsb(206.6, 207.0))
     return [resize_case("bilinear-ac0-same", dict(MODES["bilinear-ac0"], scale_factor=1.0), _factor_shape(F(1)),
                         options=dict(enable_pt2e_quantization=False)),
             resize_case("bilinear-ac0-in62x13-s5_64", kwargs, shape, kind=noise),
-            resize_case("bilinear-ac0-in62x13-s5_64-upstream", kwargs, shape, kind=noise, expect=upstream,
-                        options=dict(disable_workarounds=("bilinear-scale-factor",))),
             *_seed3_cases(),
             # Seed 4's group 6 (docs/explorer/seed-4-findings.md): the lowered
             # program equals fake-quant; PT2E's own range clips the input's peak.
