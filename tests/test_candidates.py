@@ -205,3 +205,15 @@ def test_the_scope_table_names_what_differs_from_the_baseline():
     text = compat.render_matrix(baseline, [("moved", moved)], "baseline")
     assert "Baseline: executorch 1.5.1, tosa-tools 2026.5.0." in text
     assert "| moved | 1 | `-m quick` | executorch 1.4.1 |" in text
+
+
+def test_the_matrix_counts_the_default_flow_and_says_what_the_others_did():
+    flow = "without-bilinear-scale-factor"
+    baseline = build_report({"a": _case(), f"{flow}/a": {**_case(max_lsb=60.0), "flow": flow}})
+    moved = _candidate_report("moved", {"a": _case(), f"{flow}/a": {**_case(max_lsb=90.0), "flow": flow},
+                                        f"{flow}/b": {**_case(export="failed"), "flow": flow}})
+    row = compat.matrix_row(baseline, moved, "moved")
+    assert row["cases"] == 1 and row["exports"] == "yes (1/1)" and row["numerics"] == "same (1 cases compared)"
+    assert row["flows"] == f"{flow}: 1 failed, 1 passed"
+    assert compat.matrix_row(baseline, _candidate_report("plain", {"a": _case()}), "plain")["flows"] == "none run"
+    assert "| other flows (runs by outcome) |" in compat.render_matrix(baseline, [("moved", moved)])

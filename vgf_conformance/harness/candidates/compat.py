@@ -36,6 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 from vgf_conformance.harness.candidates.preflight import installed_versions, preflight
+from vgf_conformance.text import DEFAULT_FLOW
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -148,15 +149,38 @@ def _yes_no(flag: bool) -> str:
     return "yes" if flag else "**no**"
 
 
+def _in_default_flow(report: dict | None) -> dict | None:
+    """The report restricted to the runs of the default flow (what the
+    matrix's columns count)."""
+    if report is None:
+        return None
+    return {**report, "cases": [c for c in report.get("cases") or [] if c.get("flow", DEFAULT_FLOW) == DEFAULT_FLOW]}
+
+
+def flows_cell(report: dict) -> str:
+    """What the runs of the other flows did: per flow, its runs by outcome."""
+    by_flow: dict[str, Counter] = {}
+    for case in report.get("cases") or []:
+        flow = case.get("flow", DEFAULT_FLOW)
+        if flow != DEFAULT_FLOW:
+            by_flow.setdefault(flow, Counter())[case.get("outcome", "?")] += 1
+    return "; ".join(f"{flow}: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+                     for flow, outcomes in sorted(by_flow.items())) or "none run"
+
+
 def matrix_row(baseline: dict | None, report: dict, name: str) -> dict:
     """One row of the matrix: the candidate's report, compared with the
-    baseline report where numerics and warnings need one."""
+    baseline report where numerics and warnings need one. Its columns count
+    the default flow's runs; ``flows`` says what the other flows' did."""
     from vgf_conformance.harness.reporting.diff import diff_reports
 
+    flows = flows_cell(report)
+    report, baseline = _in_default_flow(report), _in_default_flow(baseline)
     record = report.get("candidate") or {}
     cases = report.get("cases") or []
     row = {"candidate": record.get("name") or name, "scope": record.get("scope", "?"),
-           "cases": len(cases), "versions": record.get("versions") or {}, "pins": record.get("pins") or []}
+           "cases": len(cases), "versions": record.get("versions") or {}, "pins": record.get("pins") or [],
+           "flows": flows}
     installs = record.get("installs", bool(cases))
     runs = record.get("runs", bool(cases))
     row["installs"] = _yes_no(installs) + ("" if installs else f": {record.get('reason')}")
@@ -213,6 +237,7 @@ MATRIX_COLUMNS = (
     ("candidate", "candidate"), ("installs", "installs"), ("exports", "every case exports"),
     ("goldens", "goldens unchanged / changed (sections)"), ("numerics", "numerics worse / better"),
     ("vulkan", "Vulkan bit-exact"), ("workarounds", "workarounds still needed"), ("warnings", "new warnings"),
+    ("flows", "other flows (runs by outcome)"),
 )
 
 
@@ -230,7 +255,9 @@ def render_matrix(baseline: dict | None, reports: list[tuple[str, dict]], baseli
              "Numerics and warnings are compared with the baseline report"
              + (f" `{baseline_name}`" if baseline_name else "") + " of the pinned stack on the same cases; "
              "numerics count the cases whose worst error (max LSB of any output against any oracle) moved, "
-             "by more than the report's rounding. Findings per candidate: `docs/candidates/NAME.md`.", "",
+             "by more than the report's rounding. The columns count the default flow's runs; the last says what "
+             "the runs of the other flows did (`vgf_conformance/cases/flows.py`). "
+             "Findings per candidate: `docs/candidates/NAME.md`.", "",
              "| " + " | ".join(title for _, title in MATRIX_COLUMNS) + " |",
              "|" + "---|" * len(MATRIX_COLUMNS)]
     for row in rows:
