@@ -135,3 +135,14 @@ def test_a_flows_golden_is_stored_and_found_under_its_run_key(tmp_path, monkeypa
     assert not store.GoldenExtension.matches_test_location(test_location=test,
                                                            snapshot_location=str(tmp_path / f"{RESIZE}.json"))
     assert Path(location).parent.name == WITHOUT
+
+
+def test_a_flow_that_answers_for_a_workaround_runs_its_probes():
+    from vgf_export.names import WORKAROUNDS
+
+    answering = {name: flow for name, flow in FLOWS.items() if flow.answers_for is not None}
+    assert {flow.answers_for for flow in answering.values()} == {"bilinear-scale-factor", "grid-sampler-routing"}
+    for flow in answering.values():
+        assert all(flow.applies(TABLE[probe]) for probe in WORKAROUNDS[flow.answers_for].probes), flow.name
+        off = flow.options.get("disable_workarounds", ())
+        assert not off or off == (flow.answers_for,), flow.name
