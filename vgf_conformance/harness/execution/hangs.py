@@ -40,6 +40,8 @@ NOTES_KEY = "vgf_hang_notes"
 GRACE = 10.0
 #: The exit status of a worker that ended itself for a hung case (faulthandler's).
 EXIT_STATUS = 1
+#: The stage a report names for a hang that held the GIL (no watchdog could say).
+UNKNOWN_STAGE = "unknown"
 #: How much of a GIL-holding hang's stack trace the note keeps (faulthandler
 #: allows 100 threads of 100 frames): its start, where the case's thread is.
 TRACE_CHARS = 20_000

@@ -193,7 +193,7 @@ class CaseReport:
     def pytest_handlecrashitem(self, crashitem, report, sched) -> None:
         hung = self.hangs.read(case_of(crashitem) or "")
         if hung is not None:  # the worker ended itself: say why, with the stage and the stack
-            report.longrepr = f"{report.longrepr}: its case hung in stage '{hung[0] or 'unknown'}'\n{hung[1]}"
+            report.longrepr = f"{report.longrepr}: its case hung in stage '{hung[0] or hangs.UNKNOWN_STAGE}'\n{hung[1]}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -246,7 +246,7 @@ class CaseReport:
             crashed = {"worker": node.gateway.id, "exit": exit_text, "test": test}
             hung = self.hangs.read(case_id)
             if hung is not None:  # it ended itself because the case hung (harness/execution/hangs.py)
-                crashed["hung"] = hung[0] or "unknown"
+                crashed["hung"] = hung[0] or hangs.UNKNOWN_STAGE
                 entry["error"] += f": the case hung in stage '{crashed['hung']}'; {hung[1]}"
             entry.setdefault("run", {})["crashed"] = {**crashed, "error": entry["error"]}
             # The case is logged now: its other tests may run on a new worker, or the run may not end.
