@@ -105,7 +105,7 @@ class FakeStack:
         monkeypatch.setattr(batches, "check_case", self.check_case)
         self.store = batches.Batches({c: c for c in plan}, plan, items, Path("/art"))
 
-    def run_case(self, case, root, timeout=None):
+    def run_case(self, case, root, timeout=None, around_export=None):
         self.exports.append(case)
         calls = [] if case == "nothing" else ["delegate"]
         return SimpleNamespace(failure=None, artifacts=root / case, result=case, hung=False,

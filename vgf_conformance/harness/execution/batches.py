@@ -55,12 +55,14 @@ class Batches:
     """One per process: the runs of the current batch and their Vulkan results."""
 
     def __init__(self, cases: dict, plan: dict[str, str], items: list, artifacts_root: Path,
-                 case_timeout: float | None = None, hangs: Notes | None = None) -> None:
+                 case_timeout: float | None = None, hangs: Notes | None = None, stack_coverage=None) -> None:
         self.cases = cases  # case id -> Case
         self.plan = plan
         self.artifacts_root = artifacts_root
         self.case_timeout = case_timeout  # the watchdog of each case's run (seconds; None: none)
         self.hangs = hangs or Notes(None)  # how a hung case stops its worker (vgf_conformance/harness/execution/hangs.py)
+        #: ``--vgf-stack-coverage``'s recorder (harness/measurements/stack_coverage.py), or None.
+        self.stack_coverage = stack_coverage
         #: batch -> its cases that have a Vulkan test in this session, in order.
         self.vulkan_members: dict[str, list[str]] = {}
         for item in items:
@@ -92,7 +94,8 @@ class Batches:
                             f"{message}\n(an earlier test of this case hung; its worker was ended, and the case "
                             "is not run again)")
         with self.hangs.deadline(case_id, self.case_timeout):
-            run = run_case(case, self.artifacts_root, timeout=self.case_timeout)
+            run = run_case(case, self.artifacts_root, timeout=self.case_timeout,
+                           around_export=self.stack_coverage.context if self.stack_coverage else None)
         if run.hung:  # the hung thread cannot be stopped: end this worker with it
             self.hangs.stop(case_id, run.failure.stage, run.failure.message)
         run.guard = lambda stage, fn, *args: self.guarded(case_id, stage, fn, *args)

@@ -286,15 +286,17 @@ def on_a_fresh_stack(fn, *args, timeout: float | None = None, **kwargs):
 
 
 def run_case(case: Case, artifacts_root: Path, disable_workarounds=(),
-             timeout: float | None = CASE_TIMEOUT) -> CaseRun:
+             timeout: float | None = CASE_TIMEOUT, around_export=None) -> CaseRun:
     """Export ``case`` once, run its lowered program on the oracles, build its
     golden (on a fresh stack: :func:`on_a_fresh_stack`). A run that takes more
     than ``timeout`` seconds fails as hung (``hung``), naming the stage it hung
     in and where (the hung thread's stack); the thread is left running, for
-    the caller to stop (:mod:`vgf_conformance.harness.execution.hangs`)."""
+    the caller to stop (:mod:`vgf_conformance.harness.execution.hangs`).
+    ``around_export(run key)``: a context the export runs in (stack coverage)."""
     phase = {"now": "export"}
     try:
-        return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds, phase, timeout=timeout)
+        return on_a_fresh_stack(_run_case, case, artifacts_root, disable_workarounds, phase, around_export,
+                                timeout=timeout)
     except CaseTimeout as hang:
         from vgf_export.stages import current_stage
 
@@ -313,11 +315,12 @@ def hung_run(case: Case, artifacts_root: Path, stage: str, message: str) -> Case
     return run
 
 
-def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: dict | None = None) -> CaseRun:
+def _run_case(case: Case, artifacts_root: Path, disable_workarounds=(), phase: dict | None = None,
+              around_export=None) -> CaseRun:
     phase = {} if phase is None else phase
     run = CaseRun(case=case, artifacts=artifacts_root / case.id, stage="export")
     timer = _Timer(run.seconds)
-    with timer("export_total"):
+    with timer("export_total"), (around_export(case.id) if around_export else contextlib.nullcontext()):
         _export(run, disable_workarounds)
     if run.result is None:
         return run

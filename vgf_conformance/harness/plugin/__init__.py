@@ -102,10 +102,15 @@ def vgf_batches(request, vgf_artifacts_dir):
     """The runs of the current batch and their Vulkan results (vgf_conformance/harness/execution/batches.py)."""
     from vgf_conformance.harness.execution.batches import Batches
     from vgf_conformance.harness.execution.hangs import Notes
+    from vgf_conformance.harness.measurements.stack_coverage import StackCoverage
 
     session = Session.of(request.config)
+    stack_coverage = StackCoverage.of_worker(request.config)
+    if stack_coverage is not None:
+        request.addfinalizer(stack_coverage.save)
     return Batches(session.cases(), session.plan, request.session.items, vgf_artifacts_dir,
-                   case_timeout=options.case_timeout(request.config), hangs=Notes.of_worker(request.config))
+                   case_timeout=options.case_timeout(request.config), hangs=Notes.of_worker(request.config),
+                   stack_coverage=stack_coverage)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ Options:
   --vgf-report DIR      write DIR/report.json and DIR/report.md
   --vgf-artifacts DIR   keep each case's export artifacts in DIR/<case id>
                         (default: a fresh directory under pytest's basetemp)
+  --vgf-stack-coverage DIR  record the stack lines each case's export reaches
   --vgf-shard I/N       run shard I of N (balanced by the durations file)
   --vgf-durations FILE  seconds per case for shards, batches, order and ETA
                         (default vgf_conformance/durations.json)
@@ -68,6 +69,10 @@ def add_options(parser) -> None:
                     help="lower the cases in this flow (repeatable; 'all': every flow); a run of "
                          "another flow than vgf is <flow>/<case id> (default: the gating flows, "
                          "vgf_conformance/cases/flows.py)")
+    group.addoption("--vgf-stack-coverage", metavar="DIR", default=None,
+                    help="record the lines and branches of the stack's Python (ExecuTorch's Arm backend, "
+                         "exir, torchao's PT2E, vgf_export) each case's export reaches, into DIR "
+                         "(python -m vgf_conformance stack-coverage DIR reads them)")
     group.addoption("--vgf-golden-dir", metavar="DIR", default=None,
                     help="read and write goldens in DIR (<case id>.json each) instead of the "
                          "built-in golden/cases; required with --vgf-cases")
@@ -164,6 +169,12 @@ def check(config) -> None:
         raise pytest.UsageError(
             f"--vgf-artifacts {artifacts} already holds files (a previous run's artifacts?); they are never "
             "overwritten: give a new or empty directory")
+    if config.getoption("--vgf-stack-coverage"):
+        import importlib.util
+
+        if importlib.util.find_spec("coverage") is None:
+            raise pytest.UsageError("--vgf-stack-coverage needs coverage.py: pip install -c requirements.lock "
+                                    "coverage (scripts/setup.sh installs it)")
     timeout = config.getoption("--vgf-case-timeout")
     if timeout is not None and timeout < 0:
         raise pytest.UsageError(f"--vgf-case-timeout must be 0 (no watchdog) or a number of seconds, "

@@ -1,0 +1,139 @@
+"""The stack's Python each case's export reaches: line and branch coverage.
+
+A regression that depends on a value (a size's parity, a ratio that reaches
+16) changes nothing a golden feature can see; whether the matrix can catch
+it depends on which lines and branches of the lowering its cases take. So
+with ``--vgf-stack-coverage DIR`` each process that runs cases records, during
+each case's export only, the lines and branches (arcs) of
+:data:`STACK_PACKAGES` that the export reaches (coverage.py, the run key as
+its context), into ``DIR/.coverage.<worker>``.
+
+``python -m vgf_conformance stack-coverage DIR [--json FILE]`` reads them:
+the lines and branches the run reached, each case's count, and how many
+cases reach each (a line reached by every case weighs nothing; one reached
+by few is what a tier must hold). ``--json`` writes, per stack file, each
+line and branch with the cases that reach it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+#: The stack's Python that lowers a case: ExecuTorch's Arm backend, exir's
+#: passes and emitter, torchao's PT2E quantization, and our export package.
+STACK_PACKAGES = ("executorch.backends.arm", "executorch.exir", "torchao.quantization.pt2e", "vgf_export")
+#: Where a data file's name says which process wrote it.
+DATA_PREFIX = ".coverage."
+
+
+class StackCoverage:
+    """One process's recorder: :meth:`context` measures a case's export."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        self.data_file = Path(directory) / f"{DATA_PREFIX}{name}"
+        self._coverage = None
+
+    @classmethod
+    def of_worker(cls, config) -> "StackCoverage | None":
+        directory = config.getoption("--vgf-stack-coverage")
+        if not directory:
+            return None
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        return cls(Path(directory), getattr(config, "workerinput", {}).get("workerid", "main"))
+
+    @contextlib.contextmanager
+    def context(self, run_key: str):
+        """Measure what runs in this thread (and threads it starts) as ``run_key``'s."""
+        if self._coverage is None:
+            import coverage
+
+            self._coverage = coverage.Coverage(data_file=str(self.data_file), source_pkgs=list(STACK_PACKAGES),
+                                               branch=True, config_file=False)
+            # The stack is imported before its first export: measured from then on, as it should be.
+            self._coverage.set_option("run:disable_warnings",
+                                      ["module-not-measured", "module-not-imported", "no-data-collected"])
+        self._coverage.start()
+        self._coverage.switch_context(run_key)
+        try:
+            yield
+        finally:
+            self._coverage.stop()
+
+    def save(self) -> None:
+        if self._coverage is not None:
+            self._coverage.save()
+
+
+def _where(path: str) -> str:
+    """A stack file's path from its package root: no machine's paths."""
+    for marker in ("/site-packages/", "/vgf_export/"):
+        if marker in path:
+            head, _, rest = path.partition(marker)
+            return rest if marker == "/site-packages/" else f"vgf_export/{rest}"
+    return path
+
+
+def reached(directory: Path) -> dict[str, dict[str, set[str]]]:
+    """Run key -> {"lines": {"file:line"}, "arcs": {"file:from->to"}} over the
+    data files of ``directory`` (a branch is an arc between two lines)."""
+    import coverage
+
+    files = sorted(Path(directory).glob(f"{DATA_PREFIX}*"))
+    if not files:
+        raise ValueError(f"{directory}: no {DATA_PREFIX}* data files (a run with --vgf-stack-coverage "
+                         f"{directory} writes them)")
+    by_case: dict[str, dict[str, set[str]]] = {}
+    for path in files:
+        data = coverage.CoverageData(str(path))
+        data.read()
+        measured = sorted(data.measured_files())
+        for key in sorted(c for c in data.measured_contexts() if c):
+            data.set_query_contexts([f"^{re.escape(key)}$"])
+            entry = by_case.setdefault(key, {"lines": set(), "arcs": set()})
+            for name in measured:
+                where = _where(name)
+                entry["lines"].update(f"{where}:{n}" for n in data.lines(name) or ())
+                entry["arcs"].update(f"{where}:{a}->{b}" for a, b in data.arcs(name) or () if a > 0 and b > 0)
+    return by_case
+
+
+def summary(by_case: dict[str, dict[str, set[str]]]) -> dict:
+    """What the run reached, and how many of its cases reach each line and branch."""
+    out = {"cases": len(by_case)}
+    for what in ("lines", "arcs"):
+        counts = Counter(x for entry in by_case.values() for x in entry[what])
+        out[what] = {"reached": len(counts),
+                     "by every case": sum(1 for n in counts.values() if n == len(by_case)),
+                     "by one case": sum(1 for n in counts.values() if n == 1),
+                     "by 2 to 5 cases (not every)": sum(1 for n in counts.values()
+                                                        if 2 <= n <= 5 and n < len(by_case))}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vgf_conformance stack-coverage", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("directory", type=Path, help="the --vgf-stack-coverage directory of a run")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write each stack file's lines and branches with the cases that reach them")
+    args = parser.parse_args(argv)
+    try:
+        by_case = reached(args.directory)
+    except ValueError as error:
+        parser.error(str(error))
+    print(json.dumps(summary(by_case), indent=1))
+    if args.json:
+        table: dict[str, dict[str, list[str]]] = {}
+        for key, entry in sorted(by_case.items()):
+            for what in ("lines", "arcs"):
+                for x in entry[what]:
+                    table.setdefault(what, {}).setdefault(x, []).append(key)
+        args.json.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
