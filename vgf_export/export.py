@@ -39,12 +39,6 @@ from vgf_export.passes import (
     set_tensors_to_channels_last_pass,
 )
 from vgf_export.quantizer import build_quantizer
-from vgf_export.artifacts import (
-    ExportReport,
-    build_export_report,
-    emit_export_report,
-    enable_vgf_debug_logging,
-)
 from vgf_export.stages import (
     ExportStageError,
     StageTrackingPartitioner,
@@ -76,7 +70,7 @@ class ExportResult:
     edge_program: Any
     example_inputs: tuple[torch.Tensor, ...]
     io_quant_params: dict[str, Any]
-    report: ExportReport
+    report: _artifacts.ExportReport
     artifacts: _artifacts.ArtifactPaths
     #: The PT2E-converted (fake-quantized) module; None for a float export.
     quantized_module: torch.fx.GraphModule | None = None
@@ -143,7 +137,7 @@ def export_model(
         )
     upstream_sampler = grid_sampler_lowering == "upstream"
     verbose = os.environ.get("EXPORT_EXECUTORCH_VERBOSE", "0") == "1"
-    enable_vgf_debug_logging(verbose)
+    _artifacts.enable_vgf_debug_logging(verbose)
     patches = apply_arm_backend_monkey_patch()
     _ensure_model_converter_found()
 
@@ -245,10 +239,10 @@ def export_model(
             else:
                 io_quant_params = {"inputs": {}, "outputs": {}}
 
-        report = build_export_report(
+        report = _artifacts.build_export_report(
             edge_program, io_quant_params, rewritten_resizes=rewritten_resizes, patches=patches
         )
-        emit_export_report(report, verbose)
+        _artifacts.emit_export_report(report, verbose)
         with stage("serialize"):
             _artifacts.write(paths, edge_program, report,
                              pin_layouts="pte-delegate-layouts" not in disabled)
