@@ -23,7 +23,7 @@ import pytest
 
 from vgf_conformance.goldens.stale import golden_files, stale_goldens
 from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
-from vgf_conformance.harness.plugin import golden_keeper, recording, session
+from vgf_conformance.harness.plugin import golden_keeper, options, recording, session
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "team-repo"
@@ -144,11 +144,16 @@ def test_snapshot_update_keeps_failing_and_xfailing_goldens_and_foreign_files(te
         "thumbnail-down4-int8io.json", "warp-rgba-border-int8io.json"}
 
 
-def test_the_built_in_golden_directory_is_refused_as_a_teams(team):
+def test_the_built_in_golden_directory_is_refused_as_a_teams(pytester, tmp_path):
+    """A case file's goldens in the built-in golden directory (or a folder
+    holding it): a usage error when the run is configured."""
     for directory in (BUILTIN_GOLDEN_DIR, BUILTIN_GOLDEN_DIR.parent):
-        result = _run(team, f"--vgf-golden-dir={directory}", "--co")
-        assert result.ret == pytest.ExitCode.USAGE_ERROR
-        assert "holds the built-in goldens" in result.stderr.str()
+        config = pytester.parseconfig("-p", "vgf_conformance", "--vgf-cases", "cases.py",
+                                      f"--vgf-golden-dir={directory}")
+        with pytest.raises(pytest.UsageError, match="holds the built-in goldens"):
+            options.check(config)
+    options.check(pytester.parseconfig("-p", "vgf_conformance", "--vgf-cases", "cases.py",
+                                       f"--vgf-golden-dir={tmp_path}"))  # a directory of the team's own
 
 
 def test_a_golden_that_is_not_json_says_so_and_names_the_accept_command(tmp_path):
@@ -208,7 +213,8 @@ def test_another_tables_golden_directory_is_refused_before_any_case_runs(team, m
     forgotten), by option or by VGF_GOLDEN_DIR: a full --snapshot-update
     would have deleted the team's goldens as stale and written 387 of ours.
     Refused when the suite's case tests are collected (other tests that use
-    the golden extension, tests/test_portability.py's, are not the table's)."""
+    the golden extension, tests/test_portability.py's, are not the table's):
+    one run by option, VGF_GOLDEN_DIR on the function that decides."""
     golden = team.path / "golden"
     before = _files(golden)
     result = _run(team, "-o", "addopts=--pyargs --vgf-golden-dir golden", "--snapshot-update")
@@ -217,10 +223,15 @@ def test_another_tables_golden_directory_is_refused_before_any_case_runs(team, m
     assert "--vgf-golden-dir golden holds 4 golden(s)" in output
     assert "none of them a case of the built-in table" in output
     assert " passed" not in output and " failed" not in output  # no case ran
-    monkeypatch.setenv("VGF_GOLDEN_DIR", str(golden))
-    result = _run(team, "-o", "addopts=--pyargs", "--snapshot-update")
-    assert result.ret == pytest.ExitCode.INTERRUPTED and f"VGF_GOLDEN_DIR {golden} holds" in result.stdout.str()
     assert _files(golden) == before
+
+    config = SimpleNamespace(getoption={"--vgf-golden-dir": None, "--vgf-cases": []}.get)
+    table = lambda config, whole: ["resize-bilinear-ac0-up2-int8io"]  # noqa: E731 - the built-in table, in short
+    monkeypatch.setenv("VGF_GOLDEN_DIR", str(golden))
+    assert f"VGF_GOLDEN_DIR {golden} holds 4 golden(s)" in golden_keeper.foreign_table_refusal(config, table)
+    assert golden_keeper.foreign_table_refusal(config, lambda config, whole: ["thumbnail-down4-int8io"]) is None
+    monkeypatch.delenv("VGF_GOLDEN_DIR")
+    assert golden_keeper.foreign_table_refusal(config, table) is None  # none chosen: the built-in goldens
 
 
 def test_only_goldens_are_goldens(tmp_path):
@@ -353,33 +364,6 @@ runner._run_case = _holds_the_gil
 '''
 
 
-def test_a_hung_case_ends_its_worker_and_the_next_cases_run(team):
-    """Under xdist a hung case is stopped with its worker, not left running:
-    one hang that releases the GIL (the watchdog ends the worker, naming the
-    stage), one that holds it (faulthandler's deadline ends it, with every
-    thread's stack); the case's later tests do not run it again, and the
-    cases after it run on a new worker."""
-    team.makeconftest(HANG + HOLDS_THE_GIL)
-    result = _run(team, "-n", "1", "--dist", "loadgroup", "-m", "not vulkan", "--vgf-case-timeout", "5",
-                  "--vgf-report", "report", "--vgf-vulkan-batch", "1")
-    output = result.stdout.str()
-    assert result.ret == 1, output[-3000:]
-    report = {c["id"]: c for c in json.loads((team.path / "report" / "report.json").read_text())["cases"]}
-    warp, branchy = report["warp-rgba-border-int8io"], report["branchy-fails"]
-    assert warp["run"]["crashed"]["hung"] == "partition", warp
-    crash = warp["run"]["crashed"]["error"]
-    assert "had not finished after 5 s" in crash and "in _hangs_on_the_warp" in crash, crash
-    assert "its case hung in stage 'partition'" in output, output[-3000:]
-    assert "an earlier test of this case hung; its worker was ended" in output  # not exported again
-    assert branchy["run"]["crashed"]["hung"] == "unknown", branchy
-    crash = branchy["run"]["crashed"]["error"]  # the case's later tests say it hung, without the stack
-    assert "holding the GIL" in crash and "in _holds_the_gil" in crash, crash
-    assert report["thumbnail-down4-int8io"]["outcome"] == "passed"
-    assert report["branchy-xfails"]["outcome"] == "xfailed"
-    logged = [json.loads(line)["id"] for line in (team.path / "report" / "cases.jsonl").read_text().splitlines()]
-    assert sorted(logged) == sorted(report)  # each case appended as it finished
-
-
 #: A test-only fault: the worker running the thumbnail's .pte test dies of a segfault.
 CRASH = '''
 import os
@@ -401,17 +385,36 @@ checks.pte = _segfaults_on_the_thumbnail
 '''
 
 
-def test_a_crashed_workers_case_is_recorded_as_crashed_with_its_signal(team):
-    team.makeconftest(CRASH)
-    result = _run(team, "-n", "2", "--dist", "loadgroup", "-m", "not vulkan", "--vgf-report", "report",
-                  "--vgf-vulkan-batch", "1")
-    assert result.ret == 1, result.stdout.str()[-3000:]
+def test_hung_and_crashed_workers_end_their_cases_alone_and_the_run_goes_on(team):
+    """Under xdist a hung case is stopped with its worker, not left running,
+    and a crashed worker's case is recorded, in one run of two workers: one
+    hang that releases the GIL (the watchdog ends the worker, naming the
+    stage), one that holds it (faulthandler's deadline ends it, with every
+    thread's stack), one worker killed by SIGSEGV. The hung cases' later
+    tests do not run them again, every case is reported and logged as it
+    finished, and the run goes on to the end on new workers."""
+    team.makeconftest(HANG + HOLDS_THE_GIL + CRASH)
+    result = _run(team, "-n", "2", "--dist", "loadgroup", "-m", "not vulkan", "--vgf-case-timeout", "5",
+                  "--vgf-report", "report", "--vgf-vulkan-batch", "1")
+    output = result.stdout.str()
+    assert result.ret == 1, output[-3000:]
     report = {c["id"]: c for c in json.loads((team.path / "report" / "report.json").read_text())["cases"]}
+    warp, branchy = report["warp-rgba-border-int8io"], report["branchy-fails"]
+    assert warp["run"]["crashed"]["hung"] == "partition", warp
+    crash = warp["run"]["crashed"]["error"]
+    assert "had not finished after 5 s" in crash and "in _hangs_on_the_warp" in crash, crash
+    assert "its case hung in stage 'partition'" in output, output[-3000:]
+    assert "an earlier test of this case hung; its worker was ended" in output  # not exported again
+    assert branchy["run"]["crashed"]["hung"] == "unknown", branchy
+    crash = branchy["run"]["crashed"]["error"]  # the case's later tests say it hung, without the stack
+    assert "holding the GIL" in crash and "in _holds_the_gil" in crash, crash
+    assert report["branchy-xfails"]["outcome"] == "xfailed"
     thumbnail = report["thumbnail-down4-int8io"]
     assert thumbnail["tests"]["test_pte"] == "error" and thumbnail["outcome"] == "error"  # its rerun passed
     assert "was killed by SIGSEGV while running test_pte[thumbnail-down4-int8io]" in thumbnail["error"], thumbnail
     assert thumbnail["run"]["crashed"]["exit"] == "was killed by SIGSEGV"
     logged = [json.loads(line) for line in (team.path / "report" / "cases.jsonl").read_text().splitlines()]
+    assert sorted(c["id"] for c in logged) == sorted(report)  # each case appended as it finished
     assert any(c["id"] == "thumbnail-down4-int8io" and "SIGSEGV" in (c["error"] or "") for c in logged)
 
 

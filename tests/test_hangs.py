@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from vgf_conformance.harness.execution.batches import Batches
+from vgf_conformance.harness.execution import hangs
 from vgf_conformance.harness.execution.hangs import EXIT_STATUS, TRACE_CHARS, Notes
 from vgf_conformance.harness.execution.runner import CaseTimeout
 
@@ -69,3 +70,11 @@ def test_a_long_stack_trace_keeps_the_cases_own_thread(tmp_path):
     stage, message = Notes(tmp_path).read("a-case")
     assert stage is None and "in _holds_the_gil" in message
     assert "more characters of the trace cut" in message and len(message) < TRACE_CHARS + 500
+
+
+def test_the_hard_deadline_follows_a_short_timeout():
+    """A short --vgf-case-timeout gets a grace as short (a test's 5 s hang is
+    ended in 10 s, not 15), never under MIN_GRACE; a long one GRACE."""
+    assert hangs.grace(600) == hangs.GRACE
+    assert hangs.grace(5) == 5
+    assert hangs.grace(0.5) == hangs.MIN_GRACE

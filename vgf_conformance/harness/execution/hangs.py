@@ -35,9 +35,12 @@ from pathlib import Path
 
 #: The key of the notes directory in an xdist worker's ``workerinput``.
 NOTES_KEY = "vgf_hang_notes"
-#: Seconds after the case timeout before the hard deadline ends the process:
-#: the watchdog's own way (the stage and the stack, then the worker ends) comes first.
+#: Seconds after the case timeout before the hard deadline ends the process,
+#: at most: the watchdog's own way (the stage and the stack, then the worker
+#: ends) comes first. A short timeout gets a grace as long as itself (at least
+#: :data:`MIN_GRACE`): the watchdog needs well under a second to write its note.
 GRACE = 10.0
+MIN_GRACE = 2.0
 #: The exit status of a worker that ended itself for a hung case (faulthandler's).
 EXIT_STATUS = 1
 #: The stage a report names for a hang that held the GIL (no watchdog could say).
@@ -53,6 +56,11 @@ def _head(trace: str) -> str:
     if len(trace) <= TRACE_CHARS:
         return trace
     return f"{trace[:TRACE_CHARS]}\n[... {len(trace) - TRACE_CHARS} more characters of the trace cut]"
+
+
+def grace(timeout: float) -> float:
+    """Seconds between a case's timeout and its hard deadline."""
+    return min(GRACE, max(MIN_GRACE, timeout))
 
 
 def _name(case_id: str) -> str:
@@ -90,21 +98,21 @@ class Notes:
             data = json.loads(note.read_text())
             return data["stage"], data["message"]
         if trace.exists() and trace.stat().st_size:
-            return None, (f"the case hung holding the GIL (the watchdog could not run): its process "
-                               f"was ended {GRACE:g} s after --vgf-case-timeout; every thread's stack:\n"
+            return None, ("the case hung holding the GIL (the watchdog could not run): its process "
+                          "was ended at its hard deadline, after --vgf-case-timeout; every thread's stack:\n"
                                f"{_head(trace.read_text(errors='replace'))}")
         return None
 
     @contextlib.contextmanager
     def deadline(self, case_id: str, timeout: float | None):
-        """The hard deadline of one case's run: ``timeout`` + :data:`GRACE`
+        """The hard deadline of one case's run: ``timeout`` + :func:`grace`
         seconds, then faulthandler writes every thread's stack (to the
         case's trace, or to stderr without notes) and ends the process."""
         if timeout is None:
             yield
             return
         trace = None if self.directory is None else (self.directory / f"{_name(case_id)}.trace").open("w")
-        faulthandler.dump_traceback_later(timeout + GRACE, exit=True, file=trace or sys.stderr)
+        faulthandler.dump_traceback_later(timeout + grace(timeout), exit=True, file=trace or sys.stderr)
         try:
             yield
         finally:

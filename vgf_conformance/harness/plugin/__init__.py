@@ -61,6 +61,15 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` that goes on after a worker is lost (xdist's own
+    can wait forever then: vgf_conformance/harness/execution/scheduling.py)."""
+    from vgf_conformance.harness.execution import scheduling
+
+    return scheduling.make_scheduler(config, log)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session) -> None:
     config = session.config
