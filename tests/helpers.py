@@ -43,3 +43,15 @@ def qparams(node):
     """(scale, zero_point, qmin, qmax, dtype) of a Q/DQ node."""
     scale, zp, qmin, qmax, dtype = node.args[1:6]
     return float(scale), int(zp), int(qmin), int(qmax), dtype
+
+
+def collected_suite(pytester, *args: str) -> list[str]:
+    """The suite's node ids a run with ``args`` would run (after -m, -k and
+    shard deselection), collected in this process: the stack is imported
+    already, so this takes a second where a ``--collect-only`` child takes
+    several."""
+    from pathlib import Path
+
+    suite = Path(__file__).resolve().parent.parent / "vgf_conformance" / "test_cases.py"
+    _, recorder = pytester.inline_genitems(str(suite), "-p", "vgf_conformance", "-p", "no:cacheprovider", *args)
+    return [item.nodeid.split("::", 1)[1] for item in recorder.getcall("pytest_collection_finish").session.items]

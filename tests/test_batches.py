@@ -2,8 +2,6 @@
 with their fallbacks (a batch that fails, a case whose batched result is not
 accepted)."""
 
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +12,7 @@ import pytest
 from vgf_conformance.harness.execution import batches
 from vgf_conformance.harness.schedule.plan import order_items, plan_batches, shard_members
 from vgf_conformance.oracles.vulkan import VulkanCheck, VulkanRunError
+from tests.helpers import collected_suite
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,13 +61,8 @@ def test_order_puts_each_batch_together_with_its_vulkan_tests_last():
     ]
 
 
-def test_collected_suite_runs_each_batch_vulkan_last():
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "vgf_conformance", "--collect-only", "-q", "-m", "quick",
-         "-p", "no:cacheprovider", "--vgf-vulkan-batch", "5"],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    nodeids = [line for line in proc.stdout.splitlines() if "test_cases.py::" in line]
+def test_collected_suite_runs_each_batch_vulkan_last(pytester):
+    nodeids = collected_suite(pytester, "-m", "quick", "--vgf-vulkan-batch", "5")
     from vgf_conformance.cases import CASES
 
     quick = sorted(c for c, case in CASES.items() if case.quick)

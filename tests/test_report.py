@@ -10,6 +10,8 @@ import pytest
 from vgf_conformance.goldens import describe_changes, serialize
 from vgf_conformance.harness.reporting.publish import main
 from vgf_conformance.harness.reporting.records import build_report, merge_reports, render_markdown
+from vgf_conformance.harness.plugin import options
+from tests.helpers import collected_suite
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -94,21 +96,18 @@ def test_describe_changes_groups_well():
     assert describe_changes(None, stored) == ["new case (no golden)"]
 
 
-def _collected(*args):
-    proc = subprocess.run([sys.executable, "-m", "pytest", "vgf_conformance", "--collect-only", "-q",
-                           "-p", "no:cacheprovider", *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
-    return {line.split("[", 1)[1].split("]")[0] for line in proc.stdout.splitlines() if "::test_" in line and "[" in line}, proc
+def _collected(pytester, *args):
+    return {n[n.index("[") + 1:n.rindex("]")] for n in collected_suite(pytester, *args) if "[" in n}
 
 
-def test_shards_are_disjoint_cover_everything_and_keep_cases_whole():
-    everything, _ = _collected()
-    first, _ = _collected("--vgf-shard", "1/2")
-    second, _ = _collected("--vgf-shard", "2/2")
+def test_shards_are_disjoint_cover_everything_and_keep_cases_whole(pytester):
+    everything = _collected(pytester)
+    first = _collected(pytester, "--vgf-shard", "1/2")
+    second = _collected(pytester, "--vgf-shard", "2/2")
     assert first and second and not first & second
     assert first | second == everything
-    _, bad = _collected("--vgf-shard", "0/2")
-    assert bad.returncode != 0 and "--vgf-shard must be I/N" in bad.stderr
+    with pytest.raises(pytest.UsageError, match="--vgf-shard must be I/N"):
+        options.check(pytester.parseconfig("-p", "vgf_conformance", "--vgf-shard", "0/2"))
 
 
 def test_export_warnings_are_deduplicated_without_machine_paths():
