@@ -45,13 +45,22 @@ def qparams(node):
     return float(scale), int(zp), int(qmin), int(qmax), dtype
 
 
+def collected(pytester, *args: str) -> list[str]:
+    """The node ids a run of ``args`` in ``pytester``'s directory would run
+    (after -m, -k and shard deselection), collected in this process: a second
+    where a ``--collect-only`` child takes several. The stack is imported
+    first: pytester drops the modules a run imported, and torch cannot be
+    imported twice in one process."""
+    import vgf_conformance.test_cases  # noqa: F401
+
+    _, recorder = pytester.inline_genitems(*args)
+    return [item.nodeid for item in recorder.getcall("pytest_collection_finish").session.items]
+
+
 def collected_suite(pytester, *args: str) -> list[str]:
-    """The suite's node ids a run with ``args`` would run (after -m, -k and
-    shard deselection), collected in this process: the stack is imported
-    already, so this takes a second where a ``--collect-only`` child takes
-    several."""
+    """:func:`collected` of the suite's own case tests, as ``test[...]`` names."""
     from pathlib import Path
 
     suite = Path(__file__).resolve().parent.parent / "vgf_conformance" / "test_cases.py"
-    _, recorder = pytester.inline_genitems(str(suite), "-p", "vgf_conformance", "-p", "no:cacheprovider", *args)
-    return [item.nodeid.split("::", 1)[1] for item in recorder.getcall("pytest_collection_finish").session.items]
+    return [nodeid.split("::", 1)[1] for nodeid in
+            collected(pytester, str(suite), "-p", "vgf_conformance", "-p", "no:cacheprovider", *args)]
