@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vgf_conformance.harness.plugin import options
 from vgf_conformance.harness.schedule import durations
 from vgf_conformance.harness.schedule.plan import order_items, plan_batches, shard_assignment, shard_members
 
@@ -161,17 +162,15 @@ def test_update_command_counts_a_vulkan_share_and_keeps_small_changes(tmp_path):
     assert durations.load(out)("b") == 2.0
 
 
-def test_a_bad_durations_file_is_a_usage_error(tmp_path):
+def test_a_bad_durations_file_is_a_usage_error(tmp_path, pytester):
     bad = tmp_path / "d.json"
     bad.write_text("[1, 2]")
     with pytest.raises(ValueError, match="--vgf-durations: .* is not a durations file"):
         durations.load(bad)
     with pytest.raises(ValueError, match="--vgf-durations: no such file"):
         durations.load(tmp_path / "missing.json")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "vgf_conformance", "--collect-only", "-q",
-                           "-p", "no:cacheprovider", "--vgf-durations", str(bad)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode != 0 and "is not a durations file" in proc.stderr
+    with pytest.raises(pytest.UsageError, match="is not a durations file"):  # when the run is configured
+        options.check(pytester.parseconfig("-p", "vgf_conformance", "--vgf-durations", str(bad)))
 
 
 def test_the_first_case_of_a_worker_is_not_measured():
