@@ -274,28 +274,60 @@ def test_the_same_seed_draws_the_same_cases(tmp_path):
 # ---------------------------------------------------------------------------
 # End to end: the real export flow, planted faults
 # ---------------------------------------------------------------------------
-def _explore(tmp_path, fault: str, *args: str, timeout: float = 400) -> tuple[dict, str]:
-    out = tmp_path / "out"
-    env = dict(os.environ, **{faults.ENV: fault})
-    proc = subprocess.run([sys.executable, "-m", "vgf_conformance", "explore", "--out", str(out), *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((out / "findings.json").read_text()), proc.stderr
+def test_the_command_line_becomes_the_explorers_options(tmp_path, monkeypatch):
+    """``python -m vgf_conformance explore ARGS`` runs an Explorer with these
+    options (the end-to-end tests below make theirs in the test)."""
+    from vgf_conformance.explore import explorer
+
+    made = []
+
+    class Recorded:
+        error = None
+
+        def __init__(self, options):
+            made.append(options)
+
+        def run(self):
+            return {}
+
+    monkeypatch.setattr(explorer, "Explorer", Recorded)
+    argv = ["--out", str(tmp_path), "--family", "resize", "--resize-mode", "bilinear-ac0", "--seed", "15",
+            "--budget", "1m30s", "--shrink-share", "0.6", "--draw-timeout", "7", "--max-draws", "3",
+            "--max-in", "1", "--max-out", "8", "--max-channels", "2", "--max-batch", "1", "--max-grid", "5",
+            "--disable-workaround", "bilinear-scale-factor", "--pte"]
+    assert explore_main(argv) == 0
+    (options,) = made
+    assert options == Options(
+        families=("resize",), seed=15, budget=90, out=tmp_path, shrink_share=0.6, draw_timeout=7, pte=True,
+        workarounds_off=("bilinear-scale-factor",), max_draws=3, command=options.command,
+        limits=space.Limits(resize_modes=("bilinear-ac0",), max_in=1, max_out=8, max_channels=2, max_batch=1,
+                            max_grid=5))
+    assert options.command.startswith("python -m vgf_conformance explore --out ")
 
 
-def test_finds_and_shrinks_a_planted_numerics_fault(tmp_path):
-    """Every bilinear resize with an output wider than 5 is off by 3 LSB: the
-    explorer finds it, groups it, and shrinks it to an output exactly 6 wide."""
-    findings, stderr = _explore(
-        tmp_path, "shift-bilinear-wide:5", "--family", "resize", "--resize-mode", "bilinear-ac0",
-        "--seed", "1", "--budget", "100s", "--shrink-share", "0.6", "--max-draws", "3", "--max-in", "8",
-        "--max-out", "8", "--max-channels", "2", "--max-batch", "1")
-    assert "cases tried" in stderr and "left" in stderr  # progress
+def test_finds_and_shrinks_a_planted_numerics_fault(tmp_path, monkeypatch):
+    """Every bilinear resize with an output wider than 3 is off by 3 LSB: the
+    explorer (its real draw child exporting each draw) finds it, groups it,
+    and shrinks it from the 8 wide output it first drew to one exactly 4
+    wide (1, 2 and 3 wide pass). Inputs are 1x1 and single-channel, and one
+    draw explores: the shrink is the subject (the stand-in child above
+    shrinks the other parameters)."""
+    monkeypatch.setenv(faults.ENV, "shift-bilinear-wide:3")
+    progress = io.StringIO()
+    options = Options(families=("resize",), seed=15, budget=100, out=tmp_path / "out", shrink_share=0.6,
+                      max_draws=1, limits=space.Limits(resize_modes=("bilinear-ac0",), max_in=1, max_out=8,
+                                                       max_channels=1, max_batch=1))
+    explorer = Explorer(options, progress=progress)
+    findings = explorer.run()
+    assert explorer.error is None, explorer.error
+    assert "cases tried" in progress.getvalue() and "left" in progress.getvalue()  # progress
+    draws = [json.loads(line) for line in (tmp_path / "out" / "draws.jsonl").read_text().splitlines()]
+    assert space.output_hw(draws[0]["params"])[1] == 8 and draws[0]["signature"], draws[0]["id"]  # shrunk from 8
     groups = {g["signature"]: g for g in findings["groups"]}
     group = groups["numerics:vs_fake_quant:2-10LSB"]
     minimal = group["minimal"]
     assert minimal["params"]["mode"] == "bilinear-ac0"
-    assert space.output_hw(minimal["params"])[1] == 6, minimal["id"]
+    assert space.output_hw(minimal["params"])[1] == 4, minimal["id"]
     assert group["minimal_from"] == "hypothesis shrink"
     worst = next(r for r in minimal["comparisons"] if r["check"] == "vs_fake_quant")
     assert worst["max_lsb"] == pytest.approx(3.0)
@@ -303,6 +335,16 @@ def test_finds_and_shrinks_a_planted_numerics_fault(tmp_path):
     assert minimal["resize_ops"] and minimal["resize_ops"][0]["scale"]  # the lowered RESIZE's attributes
     assert findings["cases_per_minute"] > 0
     assert (tmp_path / "out" / "hypothesis" / "resize").is_dir()  # the example database
+    assert (tmp_path / "out" / "findings.md").is_file()
+
+
+def _explore(tmp_path, fault: str, *args: str, timeout: float = 400) -> tuple[dict, str]:
+    out = tmp_path / "out"
+    env = dict(os.environ, **{faults.ENV: fault})
+    proc = subprocess.run([sys.executable, "-m", "vgf_conformance", "explore", "--out", str(out), *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((out / "findings.json").read_text()), proc.stderr
 
 
 def test_a_hanging_draw_is_killed_and_recorded(tmp_path):
