@@ -8,11 +8,9 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -23,8 +21,6 @@ from vgf_conformance.explore.explorer import Explorer, Options
 from vgf_conformance.explore.findings import case_entry, expectation
 from vgf_conformance.explore.signature import signature, size_bucket
 from vgf_conformance.explore.worker import DrawChild
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------------------
@@ -338,28 +334,56 @@ def test_finds_and_shrinks_a_planted_numerics_fault(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "findings.md").is_file()
 
 
-def _explore(tmp_path, fault: str, *args: str, timeout: float = 400) -> tuple[dict, str]:
+class ShortHangs(DrawChild):
+    """The real draw child, but the draws the planted fault hangs (``channels``
+    == ``hangs``) wait 2 s for their answer instead of the explorer's draw
+    timeout: a real draw takes 1-4 s (more on a loaded machine), so a draw
+    timeout of 2 s would kill some of the others too. The explorer's timeout
+    is still the one it hands the child (checked), and the test checks that
+    each draw killed was one the fault hung. ``left_running``: the pids of
+    children found still running after their draw timed out."""
+
+    def __init__(self, log_path, hangs: int, draw_timeout: float):
+        super().__init__(log_path)
+        self.hangs, self.draw_timeout = hangs, draw_timeout
+        self.made, self.left_running = [], []
+
+    def _new(self):
+        self.made.append(super()._new())
+        return self.made[-1]
+
+    def run(self, request, timeout):
+        assert timeout == request["draw_timeout"] == self.draw_timeout
+        outcome = super().run(request, 2.0 if request["params"]["channels"] == self.hangs else timeout)
+        if outcome["status"] == "timeout":
+            self.left_running += [c.pid for c in self.made if c.requests and c is not self.child and c.pid]
+        return outcome
+
+
+def test_a_hanging_draw_is_killed_and_recorded(tmp_path, monkeypatch):
+    """Draws with 2 channels hang: each is killed (the draw child with it), is
+    recorded as a timeout, and the run goes on in a new child; the hang group
+    is shrunk to a draw that still hangs (1 channel, simpler, does not)."""
+    monkeypatch.setenv(faults.ENV, "hang-channels:2")
     out = tmp_path / "out"
-    env = dict(os.environ, **{faults.ENV: fault})
-    proc = subprocess.run([sys.executable, "-m", "vgf_conformance", "explore", "--out", str(out), *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((out / "findings.json").read_text()), proc.stderr
-
-
-def test_a_hanging_draw_is_killed_and_recorded(tmp_path):
-    findings, _ = _explore(
-        tmp_path, "hang-channels:1", "--family", "resize", "--resize-mode", "bilinear-ac0", "--seed", "2",
-        "--budget", "30s", "--draw-timeout", "4", "--max-draws", "4", "--max-channels", "2",
-        "--max-batch", "1", "--max-in", "8", "--max-out", "8", "--shrink-share", "0.3")
+    options = Options(families=("resize",), seed=40, budget=100, out=out, shrink_share=0.3, draw_timeout=60,
+                      max_draws=2, limits=space.Limits(resize_modes=("bilinear-ac0",), max_in=1, max_out=1,
+                                                       max_channels=2, max_batch=1))
+    child = ShortHangs(out / "draw-child.log", hangs=2, draw_timeout=options.draw_timeout)
+    explorer = Explorer(options, progress=io.StringIO(), child=child)
+    findings = explorer.run()
+    assert explorer.error is None, explorer.error
     groups = {g["signature"]: g for g in findings["groups"]}
-    assert groups["hang"]["minimal"]["params"]["channels"] == 1
+    assert groups["hang"]["minimal"]["params"]["channels"] == 2
     assert groups["hang"]["minimal"]["status"] == "timeout"
-    draws = [json.loads(line) for line in (tmp_path / "out" / "draws.jsonl").read_text().splitlines()]
+    draws = [json.loads(line) for line in (out / "draws.jsonl").read_text().splitlines()]
     statuses = [d["status"] for d in draws]
-    assert "timeout" in statuses
     first_hang = statuses.index("timeout")
-    assert "done" in statuses[first_hang + 1:] or "done" in statuses[:first_hang]  # the run went on
+    assert "no result within 2 s" in draws[first_hang]["message"]
+    # Each timeout is a draw the planted fault hung, not one that was merely slow.
+    assert (out / "draw-child.log").read_text().count(faults.HANG_LINE) == statuses.count("timeout")
+    assert "done" in statuses[first_hang + 1:], statuses  # the run went on, in a new child
+    assert findings["child_starts"] >= 2 and child.left_running == []
     assert findings["outcomes"].get("passed", 0) + findings["outcomes"].get("failed", 0) == len(draws)
 
 

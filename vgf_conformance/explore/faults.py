@@ -12,7 +12,8 @@ its condition selects; the rest of the flow is the real one.
     then fail (``vs_fake_quant`` first: 3 LSB > its 1 LSB bound).
 ``hang-channels[:C]`` (C=3)
     a draw whose image has C channels sleeps forever before its export (the
-    explorer's draw timeout kills it).
+    explorer's draw timeout kills it). It first prints :data:`HANG_LINE` to the
+    child's log, so a test can tell this hang from a draw that was merely slow.
 ``crash-channels[:C]`` (C=2)
     a draw whose image has C channels aborts (SIGABRT) before its export.
 """
@@ -31,6 +32,9 @@ FAULTS = {"shift-bilinear-wide": 5, "hang-channels": 3, "crash-channels": 2}
 
 #: The shift of ``shift-bilinear-wide``, in int8 steps.
 SHIFT_STEPS = 3
+
+#: What a draw that ``hang-channels`` hangs prints (to the draw child's log) before it hangs.
+HANG_LINE = f"{ENV}: hang-channels: this draw hangs"
 
 
 def parse(text: str | None) -> dict[str, int]:
@@ -61,6 +65,7 @@ def before_export(family: str, params: dict) -> None:
     if faults.get("crash-channels") == _channels(family, params):
         os.abort()
     if faults.get("hang-channels") == _channels(family, params):
+        print(HANG_LINE, flush=True)
         while True:
             time.sleep(3600)
 
