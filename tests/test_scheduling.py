@@ -70,11 +70,14 @@ def _replace(scheduler, lost: Worker, name: str) -> Worker:
     return new
 
 
-@pytest.mark.parametrize("scheduler_class", [
-    LostWorkerSafeLoadGroupScheduling,
-    pytest.param(LoadGroupScheduling, marks=pytest.mark.xfail(strict=True, reason="pytest-xdist#1323: "
-                                                               "a finished group handed out again, as no test")),
-])
+def _ours_and_xdists(bug: str):
+    """Ours, and xdist 3.8.0's own as a strict expected failure on ``bug``."""
+    return pytest.mark.parametrize("scheduler_class", [
+        LostWorkerSafeLoadGroupScheduling,
+        pytest.param(LoadGroupScheduling, marks=pytest.mark.xfail(strict=True, reason=bug))])
+
+
+@_ours_and_xdists("pytest-xdist#1323: a finished group handed out again, as no test")
 def test_a_lost_workers_finished_groups_are_not_handed_out_again(scheduler_class):
     scheduler, (gw0, gw1) = _started(scheduler_class)
     group_a = gw0.sent[0]
@@ -85,11 +88,7 @@ def test_a_lost_workers_finished_groups_are_not_handed_out_again(scheduler_class
     assert everything_sent.count(group_a[0]) == 1, "a finished test ran again"
 
 
-@pytest.mark.parametrize("scheduler_class", [
-    LostWorkerSafeLoadGroupScheduling,
-    pytest.param(LoadGroupScheduling, marks=pytest.mark.xfail(strict=True, reason="pytest-xdist#1327: "
-                                                               "a replacement holding one test waits for a second")),
-])
+@_ours_and_xdists("pytest-xdist#1327: a replacement holding one test waits for a second")
 def test_a_replacement_never_waits_holding_one_test(scheduler_class):
     scheduler, (gw0, gw1) = _started(scheduler_class)
     gw2 = _replace(scheduler, gw0, "gw2")  # lost before it finished anything
