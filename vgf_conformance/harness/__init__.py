@@ -4,7 +4,7 @@ imports only from the rooms before it):
 - :mod:`~vgf_conformance.harness.schedule`: which cases a run or shard runs,
   in which batches and order, and the quick tier;
 - :mod:`~vgf_conformance.harness.execution`: one case's export and runs, with
-  its watchdog, and a hung case's end;
+  its watchdog, a hung case's end, and the scheduler that survives a lost worker;
 - :mod:`~vgf_conformance.harness.reporting`: ``report.json``, ``report.md``,
   ``report.html``, report diffs, skips, error maps;
 - :mod:`~vgf_conformance.harness.measurements`: the measurements behind the
