@@ -63,50 +63,39 @@ def suite(pytester, tmp_path, monkeypatch):
     return run, files
 
 
-def test_update_under_xdist_writes_only_what_changed(suite):
-    run, files = suite
-    data = {c: {"graph": [c], "delegates": [1, 2]} for c in "abcd"}
-    assert run(data, "--snapshot-update").ret == 0
-    before = files()
-    assert sorted(before) == ["a.json", "b.json", "c.json", "d.json"]
-    assert json.loads(before["a.json"][0]) == data["a"]
-
-    data["b"] = {"graph": ["b", "changed"], "delegates": [1, 2]}
-    assert run(data).ret != 0  # a change fails without --snapshot-update
-    assert run(data, "--snapshot-update").ret == 0
-    after = files()
-    assert sorted(after) == sorted(before)
-    assert after["b.json"] != before["b.json"]
-    for name in ("a.json", "c.json", "d.json"):
-        assert after[name] == before[name], f"{name} was rewritten"
-
-
-def test_loadgroup_keeps_each_case_on_one_worker(suite):
-    # The suite's "one export per case" rests on this (pytest-dev/pytest-xdist#1386).
-    run, _ = suite
-    result = run({c: {"graph": [c]} for c in ("c1", "c2", "c3", "c4")}, "--snapshot-update")
-    assert result.ret == 0
-    workers = {}
+def _workers_of_cases(result) -> dict[str, set[str]]:
+    workers: dict[str, set[str]] = {}
     for line in result.stdout.lines:
         if line.startswith("[gw") and "PASSED" in line:
             nodeid = line.split()[-1]
-            case = nodeid[nodeid.index("[") + 1: nodeid.rindex("]")]
-            workers.setdefault(case, set()).add(line.split()[0])
-    assert len(workers) == 4
-    assert all(len(w) == 1 for w in workers.values()), workers
+            workers.setdefault(nodeid[nodeid.index("[") + 1: nodeid.rindex("]")], set()).add(line.split()[0])
+    return workers
 
 
-def test_goldens_do_not_depend_on_the_test_module_name(suite, pytester):
+def test_update_under_xdist_writes_only_what_changed(suite, pytester):
+    """Under two workers: each case's tests on one worker (the suite's "one
+    export per case" rests on loadgroup: pytest-dev/pytest-xdist#1386); a
+    change fails without --snapshot-update, and with it only the changed
+    golden is rewritten; the goldens do not depend on the test module's name."""
     run, files = suite
-    data = {c: {"graph": [c]} for c in ("case-one", "case-two")}
-    assert run(data, "--snapshot-update").ret == 0
+    data = {c: {"graph": [c], "delegates": [1, 2]} for c in ("case-a", "case-b", "case-c", "case-d")}
+    result = run(data, "--snapshot-update")
+    assert result.ret == 0
+    workers = _workers_of_cases(result)
+    assert len(workers) == 4 and all(len(w) == 1 for w in workers.values()), workers
     before = files()
-    assert sorted(before) == ["case-one.json", "case-two.json"]  # directly in VGF_GOLDEN_DIR
-    (pytester.path / "test_cases.py").rename(pytester.path / "test_renamed.py")
-    result = run(data)
-    assert result.ret == 0  # the same goldens, none new
-    result.stdout.fnmatch_lines(["*2 snapshots passed*"])
-    assert files() == before
+    assert sorted(before) == ["case-a.json", "case-b.json", "case-c.json", "case-d.json"]  # directly in VGF_GOLDEN_DIR
+    assert json.loads(before["case-a.json"][0]) == data["case-a"]
+
+    data["case-b"] = {"graph": ["case-b", "changed"], "delegates": [1, 2]}
+    assert run(data).ret != 0  # a change fails without --snapshot-update
+    (pytester.path / "test_cases.py").rename(pytester.path / "test_renamed.py")  # the same goldens, none new
+    assert run(data, "--snapshot-update").ret == 0
+    after = files()
+    assert sorted(after) == sorted(before)
+    assert after["case-b.json"] != before["case-b.json"]
+    for name in ("case-a.json", "case-c.json", "case-d.json"):
+        assert after[name] == before[name], f"{name} was rewritten"
 
 
 def test_serialized_goldens_are_sorted_and_rounded():
