@@ -25,6 +25,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from vgf_conformance.harness.schedule import stack_reach
+
 #: The stack's Python that lowers a case: ExecuTorch's Arm backend, exir's
 #: passes and emitter, torchao's PT2E quantization, and our export package.
 STACK_PACKAGES = ("executorch.backends.arm", "executorch.exir", "torchao.quantization.pt2e", "vgf_export")
@@ -122,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("directory", type=Path, help="the --vgf-stack-coverage directory of a run")
     parser.add_argument("--json", type=Path, default=None,
                         help="write each stack file's lines and branches with the cases that reach them")
+    parser.add_argument("--record", type=Path, nargs="?", const=stack_reach.RECORDED, default=None,
+                        help="write the recorded figures the quick tier is chosen and checked by "
+                             "(default vgf_conformance/stack_coverage.json; a run of the whole matrix)")
     args = parser.parse_args(argv)
     try:
         by_case = reached(args.directory)
@@ -136,4 +141,16 @@ def main(argv: list[str] | None = None) -> int:
                     table.setdefault(what, {}).setdefault(x, []).append(key)
         args.json.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
+    if args.record:
+        recorded = stack_reach.record(by_case, stack_versions())
+        args.record.write_text(json.dumps(recorded, indent=1) + "\n")
+        print(f"wrote {args.record}: {len(recorded['groups'])} groups of lines and branches over "
+              f"{len(recorded['cases'])} cases", file=sys.stderr)
     return 0
+
+
+def stack_versions() -> dict[str, str]:
+    """The versions of the measured stack's distributions."""
+    import importlib.metadata
+
+    return {name: importlib.metadata.version(name) for name in ("executorch", "torch", "torchao")}

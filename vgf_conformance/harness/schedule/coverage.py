@@ -30,6 +30,12 @@ from pathlib import Path
 
 from vgf_conformance.goldens.features import features
 
+#: Recorded seconds (durations.json: both workers' seconds together) the
+#: quick tier may take to reach the stack's lines and branches: its wall time
+#: on 2 cores is about 18 s of start-up plus half its recorded seconds (50 s
+#: for 63.6 s, scripts/benchmark_loop.py), so 80 s keeps it within 60 s.
+STACK_BUDGET = 80.0
+
 
 def case_features(case_ids: Iterable[str], golden_dir: Path) -> dict[str, frozenset[str]]:
     """Each case's features, read from its golden (cases without one: none)."""
@@ -57,24 +63,76 @@ def uncovered(by_case: Mapping[str, frozenset[str]], quick: Iterable[str]) -> di
 
 
 def pick(by_case: Mapping[str, frozenset[str]], seconds: Callable[[str], float],
-         keep: Iterable[str] = ()) -> list[str]:
-    """The cases to add to ``keep`` so that every feature is covered, at the
-    least recorded time a greedy set cover finds (ties: the case id)."""
+         keep: Iterable[str] = (), weight: Callable[[str], float] = lambda name: 1.0,
+         optional: Callable[[str], bool] = lambda name: False, budget: float | None = None) -> list[str]:
+    """The cases to add to ``keep`` so that every element is covered, at the
+    least recorded time a greedy weighted set cover finds (each step: the
+    most new ``weight`` per second; ties: the case id). Elements that are
+    ``optional`` (the stack's lines and branches) are covered only while the
+    tier's seconds stay within ``budget``; the others always are."""
     chosen = [c for c in keep if c in by_case]
     covered = set().union(*(by_case[c] for c in chosen))
     wanted = set().union(*by_case.values())
+    spent = sum(seconds(c) for c in chosen)
     added: list[str] = []
+
+    def gain(case_id: str) -> float:
+        return sum(weight(name) for name in by_case[case_id] - covered)
+
     while covered != wanted:
-        best = max((c for c in by_case if c not in chosen and c not in added),
-                   key=lambda c: (len(by_case[c] - covered) / max(seconds(c), 0.01), c))
+        required = {name for name in wanted - covered if not optional(name)}
+        candidates = [c for c in by_case if c not in chosen and c not in added
+                      and (by_case[c] & required if required else
+                           budget is None or spent + seconds(c) <= budget) and gain(c) > 0]
+        if not candidates:
+            break
+        best = max(candidates, key=lambda c: (gain(c) / max(seconds(c), 0.01), c))
         added.append(best)
         covered |= by_case[best]
+        spent += seconds(best)
     # Drop an added case the others cover (the slowest first).
+    reach = covered
     for case_id in sorted(added, key=seconds, reverse=True):
         rest = [c for c in chosen + added if c != case_id]
-        if set().union(*(by_case[c] for c in rest)) >= wanted:
+        if set().union(*(by_case[c] for c in rest)) >= reach:
             added.remove(case_id)
     return sorted(added)
+
+
+def is_stack(name: str) -> bool:
+    """A stack group's set-cover element (a recorded group of lines and branches), not a feature."""
+    return name.startswith("stack#")
+
+
+def _recorded_reach():
+    from vgf_conformance.harness.schedule import stack_reach
+
+    try:
+        return stack_reach.load()
+    except ValueError as error:
+        print(f"stack reach: {error}")
+        return None
+
+
+def describe_reach(reach, tier: Iterable[str], seconds: Callable[[str], float], limit: int = 20) -> str:
+    """How much of the full matrix's stack lines and branches ``tier``
+    reaches, and the heaviest groups it leaves out, each with the cases
+    that reach it (cheapest first) and its lines."""
+    tier = set(tier)
+    share = reach.reached_by(tier) / reach.total
+    left = reach.left_out(tier)
+    lines = [f"stack: the tier reaches {reach.reached_by(tier)} of the {reach.total} lines and branches the full "
+             f"matrix reaches ({share:.1%}; recorded on {', '.join(f'{k} {v}' for k, v in reach.stack.items())}); "
+             f"{len(left)} groups left out, {sum(g.weight for g in left)} lines and branches"]
+    for group in left[:limit]:
+        cases = sorted(group.cases, key=lambda c: (seconds(c), c))
+        others = f" (or one of {len(cases) - 1} others)" if len(cases) > 1 else ""
+        where = ", ".join(group.lines[:3]) + (" ..." if len(group.lines) > 3 else "")
+        lines.append(f"  {group.line_count} lines, {group.arcs} branches: {cases[0]} ({seconds(cases[0]):.1f} s)"
+                     f"{others}: {where or 'branches only'}")
+    if len(left) > limit:
+        lines.append(f"  ... {len(left) - limit} more groups (--left-out N)")
+    return "\n".join(lines)
 
 
 def describe_missing(missing: Mapping[str, set[str]], seconds: Callable[[str], float]) -> str:
@@ -95,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--from-scratch", action="store_true", help="the cheapest covering tier, ignoring the quick sets")
     parser.add_argument("--features", action="store_true", help="print every feature with its case count")
     parser.add_argument("--json", type=Path, help="also write {feature: [cases]} and the quick tier to this file")
+    parser.add_argument("--budget", type=float, default=STACK_BUDGET,
+                        help=f"recorded seconds the tier may take to reach the stack's lines and branches "
+                             f"(default {STACK_BUDGET:g}); the features are covered whatever they cost")
+    parser.add_argument("--left-out", type=int, default=20, help="how many left-out stack groups to print")
     args = parser.parse_args(argv)
     from vgf_conformance.cases import CASES
     from vgf_conformance.goldens.store import GOLDEN_DIR
@@ -114,15 +176,26 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(map(seconds, quick)):.1f} s recorded")
     if missing:
         print(f"{len(missing)} features no quick case has:\n{describe_missing(missing, seconds)}")
+    reach = _recorded_reach()
+    if reach is not None:
+        print(describe_reach(reach, quick, seconds, args.left_out))
+        by_case = {c: by_case.get(c, frozenset()) | reach.elements().get(c, frozenset()) for c in CASES}
     if args.pick or args.from_scratch:
         keep = [] if args.from_scratch else quick
-        added = pick(by_case, seconds, keep)
+        added = pick(by_case, seconds, keep, weight=lambda name: reach.weight(name) if is_stack(name) else 1.0,
+                     optional=is_stack, budget=args.budget)
         tier = sorted(set(keep) | set(added))
         print(f"{'a covering tier' if args.from_scratch else 'add to the quick tier'}: {len(added)} cases, "
               f"{sum(map(seconds, added)):.1f} s; the tier then {len(tier)} cases, {sum(map(seconds, tier)):.1f} s")
+        before = set().union(*(by_case[c] for c in keep))
         for case_id in added:
+            new = by_case[case_id] - before
+            stack = sum(reach.weight(name) for name in new if is_stack(name)) if reach else 0
             print(f"  {case_id} ({seconds(case_id):.1f} s): "
-                  f"{', '.join(sorted(by_case[case_id] - set().union(*(by_case[c] for c in keep))))}")
+                  f"{', '.join(sorted(name for name in new if not is_stack(name))) or 'no new feature'}"
+                  f"{f'; {stack} stack lines and branches' if stack else ''}")
+        if reach is not None:
+            print(describe_reach(reach, tier, seconds, args.left_out))
     if args.json:
         args.json.write_text(json.dumps({"features": {k: sorted(v) for k, v in everything.items()},
                                          "quick": quick}, indent=1, sort_keys=True) + "\n")
