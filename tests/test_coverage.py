@@ -12,7 +12,8 @@ import pytest
 from vgf_conformance.cases import CASES
 from vgf_conformance.goldens.features import features, tosa_op_features
 from vgf_conformance.goldens.store import BUILTIN_GOLDEN_DIR
-from vgf_conformance.harness.schedule.coverage import case_features, describe_missing, pick, uncovered
+from vgf_conformance.harness.schedule import stack_reach
+from vgf_conformance.harness.schedule.coverage import case_features, describe_missing, pick, stack_shortfall, uncovered
 from vgf_conformance.harness.schedule.durations import load
 
 SECONDS = load(None).restricted(CASES)
@@ -35,7 +36,8 @@ def test_the_quick_tier_holds_every_feature_of_the_full_matrix(by_case):
 
 def test_a_quick_case_dropped_loses_its_features_and_names_the_case_to_mark(by_case):
     missing = uncovered(by_case, QUICK - {"model-unet-64x64-int8io"})
-    assert set(missing) == {"tosa MAX_POOL2D INT8->INT8", "tosa MAX_POOL2D strided", "tosa CLAMP INT8->INT8"}
+    # (its CLAMP INT8 is model-superres-x2-32x48-int8io's too, quick for the stack lines it alone reaches)
+    assert set(missing) == {"tosa MAX_POOL2D INT8->INT8", "tosa MAX_POOL2D strided"}
     message = describe_missing(missing, SECONDS)
     assert "tosa MAX_POOL2D strided: mark model-unet-64x64-int8io quick" in message, message
 
@@ -94,3 +96,22 @@ def test_the_cover_takes_the_most_features_per_second_and_drops_what_others_make
     assert pick(by_case, seconds) == ["a", "c"]
     assert pick(by_case, seconds, keep=["slow-all"]) == []
     assert pick(by_case, seconds, keep=["x"]) == ["a", "c"]  # kept, even where another case covers it
+
+
+# ---------------------------------------------------------------------------
+# The stack's lines and branches (vgf_conformance/stack_coverage.json, recorded)
+# ---------------------------------------------------------------------------
+def test_the_quick_tier_reaches_the_stack_the_full_matrix_reaches():
+    shortfall = stack_shortfall(stack_reach.load(), CASES, QUICK, SECONDS)
+    assert shortfall is None, shortfall
+
+
+def test_a_quick_case_dropped_leaves_its_stack_lines_out_and_names_the_case_to_mark():
+    shortfall = stack_shortfall(stack_reach.load(), CASES, QUICK - {"resize-nearest-down64-int8io"}, SECONDS)
+    assert shortfall and "mark quick: resize-nearest-down64-int8io" in shortfall, shortfall
+    assert "executorch/exir/emit/_emitter.py:314" in shortfall  # the lines it alone brought, listed
+
+
+def test_a_recorded_case_the_table_lost_makes_the_record_stale():
+    shortfall = stack_shortfall(stack_reach.load(), set(CASES) - {"resize-nearest-down64-int8io"}, QUICK, SECONDS)
+    assert shortfall and "refresh it" in shortfall and "resize-nearest-down64-int8io" in shortfall

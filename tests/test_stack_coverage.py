@@ -54,8 +54,9 @@ def test_lines_reached_by_every_case_weigh_nothing_and_the_rest_are_grouped_by_w
     recorded = stack_reach.record(by_case, {"executorch": "1"})
     assert recorded["by_every_case"] == {"lines": 1, "arcs": 0}  # f.py:1
     groups = {tuple(g["lines"]): g for g in recorded["groups"]}
-    assert groups[("f.py:2",)]["all_but"] == ["c"]  # more than half of the cases: the others named
-    assert groups[("f.py:4",)]["all_but"] == ["a"] and groups[("f.py:3",)]["cases"] == ["a"]
+    assert recorded["cases"] == ["a", "b", "c"]  # groups name them by index
+    assert groups[("f.py:2",)]["all_but"] == [2]  # more than half of the cases: the others named
+    assert groups[("f.py:4",)]["all_but"] == [0] and groups[("f.py:3",)]["cases"] == [0]
     path = tmp_path / "stack_coverage.json"
     path.write_text(json.dumps(recorded))
     reach = stack_reach.load(path)

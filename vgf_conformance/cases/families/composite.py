@@ -34,8 +34,10 @@ PT2E_OFF = dict(enable_pt2e_quantization=False)
 QUICK = frozenset({
     "basegrid-flow-buffer-rgba-nearest-border-n2-int8io",  # grid sampler: batch 2, nearest border
     "basegrid-flow-grid-int16out",  # TRANSPOSE INT16
+    "basegrid-flow-linspace-rgba-nearest-border-int8io",  # stack: expand_copy to repeat, int64 constants
     "chain-down2-up2-n2-int8io",  # RESIZE with batch 2
     "conv-resize-conv-up2-fp",  # CONV2D FP32
+    "conv-resize-conv-up2-floatio",  # stack: data movement moved to a smaller dtype
     "two-in-two-out-int8io",  # two outputs
 })
 

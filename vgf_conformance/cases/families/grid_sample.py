@@ -43,6 +43,8 @@ QUICK = frozenset({
     "grid-c1-bilinear-zeros-ac0-rotation-int8io",  # a one-channel (not RGBA) contiguous image
     "grid-rgb-bilinear-reflection-ac1-zoom-int8io",  # bilinear reflection, align_corners
     "grid-rgb-bilinear-zeros-ac0-rotation-fp",  # a float grid and image; PAD FP32
+    "grid-rgba-bilinear-border-ac1-random-int8io",  # stack: the quantizer's border/align_corners configs
+    "grid-rgba-bilinear-border-ac1-zoom-int8io",  # stack: quantization_config's other branch
     "grid-rgba-nearest-reflection-ac1-random-int8io",  # nearest reflection, align_corners
     "grid-rgba-nearest-zeros-ac0-random-floatout",  # the output left float
     "grid-rgba-nearest-zeros-ac0-random-int8grid-int8io",  # an int8 grid

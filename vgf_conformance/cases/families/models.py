@@ -35,6 +35,7 @@ QUICK = frozenset({
     "model-affine-stabilize-rgba-96x128",  # CAST FP32->INT16, REDUCE_SUM
     "model-ifnet-64x96-int8io",  # strided CONV2D, TABLE, RESHAPE INT8 and INT32
     "model-unet-64x64-int8io",  # MAX_POOL2D, CLAMP INT8
+    "model-superres-x2-32x48-int8io",  # stack: high-rank singleton permutes, clone_dim_order support
 })
 
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.json}", file=sys.stderr)
     if args.record:
         recorded = stack_reach.record(by_case, stack_versions())
-        args.record.write_text(json.dumps(recorded, indent=1) + "\n")
+        args.record.write_text(stack_reach.dumps(recorded))
         print(f"wrote {args.record}: {len(recorded['groups'])} groups of lines and branches over "
               f"{len(recorded['cases'])} cases", file=sys.stderr)
     return 0

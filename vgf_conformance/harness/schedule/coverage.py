@@ -35,6 +35,11 @@ from vgf_conformance.goldens.features import features
 #: on 2 cores is about 18 s of start-up plus half its recorded seconds (50 s
 #: for 63.6 s, scripts/benchmark_loop.py), so 80 s keeps it within 60 s.
 STACK_BUDGET = 80.0
+#: The share of the full matrix's stack lines and branches the quick tier reaches at least (issue 45).
+STACK_SHARE = 0.98
+#: How the recorded reach is refreshed (the nightly does).
+REFRESH = ("pytest -n auto vgf_conformance --vgf-stack-coverage DIR, then python -m vgf_conformance "
+           "stack-coverage DIR --record")
 
 
 def case_features(case_ids: Iterable[str], golden_dir: Path) -> dict[str, frozenset[str]]:
@@ -133,6 +138,29 @@ def describe_reach(reach, tier: Iterable[str], seconds: Callable[[str], float], 
     if len(left) > limit:
         lines.append(f"  ... {len(left) - limit} more groups (--left-out N)")
     return "\n".join(lines)
+
+
+def stack_shortfall(reach, table: Iterable[str], quick: Iterable[str], seconds: Callable[[str], float],
+                    budget: float = STACK_BUDGET) -> str | None:
+    """Why the quick tier does not hold the recorded stack reach, or None.
+    It must reach :data:`STACK_SHARE` of it, and every group a case within
+    ``budget`` would add (named: mark it quick); a recorded case the table
+    no longer has means the record is stale. Reads the recorded figures
+    only: no coverage run."""
+    table, quick = set(table), set(quick)
+    stale = sorted(reach.cases - table)
+    if stale:
+        return (f"the recorded stack coverage names {len(stale)} case(s) the table no longer has "
+                f"({', '.join(stale[:3])}): refresh it ({REFRESH})")
+    elements = reach.elements()
+    add = pick({c: elements.get(c, frozenset()) for c in table}, seconds, quick, weight=reach.weight,
+               optional=lambda name: True, budget=budget)
+    share = reach.reached_by(quick) / reach.total
+    if share >= STACK_SHARE and not add:
+        return None
+    marks = f"; mark quick: {', '.join(add)} (python -m vgf_conformance coverage --pick)" if add else ""
+    return (f"the quick tier reaches {share:.1%} of the stack lines and branches the full matrix reaches "
+            f"(at least {STACK_SHARE:.0%}){marks}\n{describe_reach(reach, quick, seconds)}")
 
 
 def describe_missing(missing: Mapping[str, set[str]], seconds: Callable[[str], float]) -> str:

@@ -13,7 +13,8 @@ nightly refreshes it (``python -m vgf_conformance stack-coverage DIR
 --record``).
 
 A group's cases are written as ``cases`` or, when it is reached by more than
-half of the run's cases, as ``all_but`` (the ones that do not reach it).
+half of the run's cases, as ``all_but`` (the ones that do not reach it), by
+their index in the file's sorted ``cases``.
 Lines are written per file as ranges (``file.py:10-12,15``); branches, which
 are arcs between two lines, are counted.
 """
@@ -126,8 +127,9 @@ def record(by_case: Mapping[str, Mapping[str, set[str]]], stack: Mapping[str, st
             grouped.setdefault(frozenset(holders), {"lines": [], "arcs": []})[what].append(unit)
     groups = []
     for holders, units in grouped.items():
-        others = sorted(set(cases) - holders)
-        who = {"all_but": others} if len(holders) > len(cases) / 2 else {"cases": sorted(holders)}
+        index = {case: i for i, case in enumerate(cases)}
+        others = sorted(index[c] for c in set(cases) - holders)
+        who = {"all_but": others} if len(holders) > len(cases) / 2 else {"cases": sorted(index[c] for c in holders)}
         groups.append({**who, "lines": line_ranges(units["lines"]) if units["lines"] else [],
                        "line_count": len(units["lines"]), "arcs": len(units["arcs"])})
     groups.sort(key=lambda g: (-(g["line_count"] + g["arcs"]), g["lines"], g.get("cases", g.get("all_but"))))
@@ -135,12 +137,22 @@ def record(by_case: Mapping[str, Mapping[str, set[str]]], stack: Mapping[str, st
             "cases": cases, "by_every_case": every, "groups": groups}
 
 
+def dumps(recorded: dict) -> str:
+    """The recorded JSON as it is kept: sorted keys, one group a line (a
+    refresh's diff reads group by group)."""
+    head = json.dumps({k: v for k, v in recorded.items() if k != "groups"}, indent=1, sort_keys=True)
+    groups = ",\n".join(f"  {json.dumps(group, sort_keys=True)}" for group in recorded["groups"])
+    return f'{head[:-2]},\n "groups": [\n{groups}\n ]\n}}\n'
+
+
 def load(path: Path = RECORDED) -> Reach:
     """The recorded reach; a ``ValueError`` naming the file when it is not one."""
     try:
         data = json.loads(Path(path).read_text())
-        cases = frozenset(data["cases"])
-        groups = tuple(Group(cases=frozenset(g["cases"]) if "cases" in g else cases - set(g["all_but"]),
+        names = data["cases"]
+        cases = frozenset(names)
+        groups = tuple(Group(cases=frozenset(names[i] for i in g["cases"]) if "cases" in g
+                             else cases - {names[i] for i in g["all_but"]},
                              lines=tuple(g["lines"]), line_count=g["line_count"], arcs=g["arcs"])
                        for g in data["groups"])
         return Reach(cases=cases, groups=groups, by_every_case=data["by_every_case"], stack=data["stack"])

@@ -51,11 +51,14 @@ QUICK = frozenset({
     "resize-bicubic-ac0-down2-int8io",  # CPU add, sub, clamp; FP32 CONCAT, TRANSPOSE
     "resize-bilinear-ac0-aa-down2-int8io",  # CPU antialiased bilinear
     "resize-bilinear-ac0-in16x56-s1_13-rsf-int8io",  # a RESIZE axis of scale 1
+    "resize-bilinear-ac0-in62x13-s5_64-int8io",  # stack: resize_utils' and the TOSA dialect's large-ratio branches
+    "resize-bilinear-ac0-same-fp",  # stack: a float RESIZE of ratio 1 removed as a no-op (remove_noop_pass)
     "resize-bilinear-ac1-size64x48-3x2-int8io",  # CPU upsample_bilinear2d
     "resize-nearest-down2-fp",  # RESIZE NEAREST down
     "resize-nearest-exact-x2_3-int8io",  # CPU unsqueeze_copy; a .pte output dim-order mismatch
     "resize-nearest-size31x31-1x1-int8io",  # CPU upsample_nearest2d
     "resize-nearest-up2-int16io",  # RESCALE INT16->INT8
+    "resize-nearest-down64-int8io",  # stack: the emitter's double lists (a 1/64 scale)
 })
 
 
