@@ -96,17 +96,18 @@ def pick(by_case: Mapping[str, frozenset[str]], seconds: Callable[[str], float],
         covered |= by_case[best]
         spent += seconds(best)
     # Drop an added case the others cover (the slowest first).
-    reach = covered
     for case_id in sorted(added, key=seconds, reverse=True):
         rest = [c for c in chosen + added if c != case_id]
-        if set().union(*(by_case[c] for c in rest)) >= reach:
+        if set().union(*(by_case[c] for c in rest)) >= covered:
             added.remove(case_id)
     return sorted(added)
 
 
 def is_stack(name: str) -> bool:
     """A stack group's set-cover element (a recorded group of lines and branches), not a feature."""
-    return name.startswith("stack#")
+    from vgf_conformance.harness.schedule.stack_reach import ELEMENT
+
+    return name.startswith(ELEMENT)
 
 
 def _recorded_reach():
@@ -124,9 +125,10 @@ def describe_reach(reach, tier: Iterable[str], seconds: Callable[[str], float], 
     reaches, and the heaviest groups it leaves out, each with the cases
     that reach it (cheapest first) and its lines."""
     tier = set(tier)
-    share = reach.reached_by(tier) / reach.total
+    reached = reach.reached_by(tier)
+    share = reached / reach.total
     left = reach.left_out(tier)
-    lines = [f"stack: the tier reaches {reach.reached_by(tier)} of the {reach.total} lines and branches the full "
+    lines = [f"stack: the tier reaches {reached} of the {reach.total} lines and branches the full "
              f"matrix reaches ({share:.1%}; recorded on {', '.join(f'{k} {v}' for k, v in reach.stack.items())}); "
              f"{len(left)} groups left out, {sum(g.weight for g in left)} lines and branches"]
     for group in left[:limit]:
@@ -207,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     reach = _recorded_reach()
     if reach is not None:
         print(describe_reach(reach, quick, seconds, args.left_out))
-        by_case = {c: by_case.get(c, frozenset()) | reach.elements().get(c, frozenset()) for c in CASES}
+        elements = reach.elements()
+        by_case = {c: by_case.get(c, frozenset()) | elements.get(c, frozenset()) for c in CASES}
     if args.pick or args.from_scratch:
         keep = [] if args.from_scratch else quick
         added = pick(by_case, seconds, keep, weight=lambda name: reach.weight(name) if is_stack(name) else 1.0,

@@ -28,6 +28,8 @@ from pathlib import Path
 
 #: The recorded figures, kept in the repository.
 RECORDED = Path(__file__).resolve().parents[2] / "stack_coverage.json"
+#: A group's set-cover element is this and its index.
+ELEMENT = "stack#"
 
 
 def line_ranges(units: Iterable[str]) -> list[str]:
@@ -88,15 +90,15 @@ class Reach:
         return sum(self.by_every_case.values()) + sum(g.weight for g in self.groups)
 
     def elements(self) -> dict[str, frozenset[str]]:
-        """Each case's groups, as set-cover elements ``stack#<index>``."""
+        """Each case's groups, as set-cover elements (:data:`ELEMENT` and the group's index)."""
         found: dict[str, set[str]] = {case: set() for case in self.cases}
         for index, group in enumerate(self.groups):
             for case in group.cases:
-                found[case].add(f"stack#{index}")
+                found[case].add(f"{ELEMENT}{index}")
         return {case: frozenset(names) for case, names in found.items()}
 
     def weight(self, element: str) -> int:
-        return self.groups[int(element.removeprefix("stack#"))].weight
+        return self.groups[int(element.removeprefix(ELEMENT))].weight
 
     def reached_by(self, tier: Iterable[str]) -> int:
         """Lines and branches some case of ``tier`` reaches (every case's included)."""
