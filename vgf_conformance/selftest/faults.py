@@ -33,8 +33,9 @@ from vgf_conformance.process import resolve_tool
 ENV = "VGF_INJECT_FAULT"
 
 
-#: The layers of the stack a fault can sit in, from the quantizer to the runtime.
-LAYERS = ("quantizer", "partitioner", "arm-pass", "tosa-serialization", "model-converter", "pte-emitter",
+#: The layers of the stack a fault can sit in, from the export flow's own
+#: passes (vgf_export) and the quantizer to the runtime.
+LAYERS = ("export-pass", "quantizer", "partitioner", "arm-pass", "tosa-serialization", "model-converter", "pte-emitter",
           "runtime")
 
 
@@ -187,6 +188,46 @@ def _pad_shifted(pad: list) -> list:
     return [max(top - 1, 0), bottom + min(top, 1), max(left - 1, 0), right + min(left, 1)]
 
 
+# Faults that depend on a value, not on an op's kind: each changes a lowering
+# only for some sizes, ratios or signs, so only a case with such a value can
+# see it (issue 45: the quick tier is chosen by the stack lines and branches
+# cases reach, not only by the ops they lower to).
+def _exact_16_unsplit(stage_count):
+    @functools.wraps(stage_count)
+    def faulty(input_size, output_size):
+        if input_size == 16 * output_size:  # the split's ``input < 16 * output`` taken as ``<=``
+            return 1
+        return stage_count(input_size, output_size)
+    return faulty
+
+
+def _negative_offset_dropped(get_parameters):
+    @functools.wraps(get_parameters)
+    def faulty(*args, **kwargs):
+        numerator, denominator, offset, border = get_parameters(*args, **kwargs)
+        if offset < 0:  # the border takes up the difference: same output size, shifted samples
+            return numerator, denominator, 0, border - offset
+        return numerator, denominator, offset, border
+    return faulty
+
+
+def _factor_to_small_fraction(parameters_from_scale):
+    @functools.wraps(parameters_from_scale)
+    def faulty(input_size, output_size, scale_factor):
+        from fractions import Fraction
+
+        return parameters_from_scale(input_size, output_size,
+                                     float(Fraction(float(scale_factor)).limit_denominator(16)))
+    return faulty
+
+
+def _trailing_pad_kept(adjust_pad):
+    @functools.wraps(adjust_pad)
+    def faulty(self, input_len, input_weight, stride, pad, dilation):
+        return pad
+    return faulty
+
+
 _REAL_CONVERTER = "VGF_INJECT_FAULT_REAL_MODEL_CONVERTER"
 
 
@@ -305,6 +346,24 @@ _REGISTRY = [
           "the partitioner's support check refuses every nearest upsample (they run on the CPU)",
           _patch("executorch.backends.arm.operator_support.upsample_support:UpsampleNearest2dSupported",
                  "is_node_tosa_supported", _refused)),
+    Fault("resize-split-misses-exact-16", "export-pass",
+          "a bilinear downscale of exactly 16 on an axis is not split into legal stages (a ratio threshold: the "
+          "split's `input < 16 * output` taken as `<=`)",
+          _patch("vgf_export.passes", "min_bilinear_resize_stage_count", _exact_16_unsplit)),
+    Fault("resize-negative-offset-dropped", "arm-pass",
+          "the upsample rewrite encodes a negative RESIZE offset as 0, its border taking up the difference "
+          "(a sign: only upscales and non-integer nearest ratios have one)",
+          _patch("executorch.backends.arm._passes.rewrite_upsample:RewriteUpsamplePass",
+                 "get_resize_parameters_1d", _negative_offset_dropped, static=True)),
+    Fault("resize-factor-small-fraction", "export-pass",
+          "an explicit bilinear scale factor is read as the nearest fraction with a denominator of at most 16 "
+          "(a non-simple rational: 5/64 becomes 1/13; 1/2, 3/10 or 1/13 are unchanged)",
+          _patch("vgf_export.patches", "_bilinear_parameters_from_scale", _factor_to_small_fraction)),
+    Fault("conv-trailing-pad-kept", "arm-pass",
+          "the conv rewrite keeps a strided conv's bottom and right padding where the size leaves a remainder "
+          "(a size parity: a 3x3 stride-2 conv on an even size; odd sizes are unchanged)",
+          _patch("executorch.backends.arm._passes.rewrite_conv_pass:RewriteConvPass", "_adjust_pad_if_needed",
+                 _trailing_pad_kept)),
     Fault("model-converter-fp16", "model-converter",
           "the model converter narrows FP32 operands to FP16 by default",
           _model_converter_flags("--type-narrowing", "full")),
