@@ -8,11 +8,17 @@ each case's export only, the lines and branches (arcs) of
 :data:`STACK_PACKAGES` that the export reaches (coverage.py, the run key as
 its context), into ``DIR/.coverage.<worker>``.
 
-``python -m vgf_conformance stack-coverage DIR [--json FILE]`` reads them:
-the lines and branches the run reached, each case's count, and how many
-cases reach each (a line reached by every case weighs nothing; one reached
-by few is what a tier must hold). ``--json`` writes, per stack file, each
-line and branch with the cases that reach it.
+``python -m vgf_conformance stack-coverage DIR [DIR ...] [--json FILE]``
+reads them (several directories: the shards of one run, merged; a run key
+in two of them is refused): the lines and branches the run reached, each
+case's count, and how many cases reach each (a line reached by every case
+weighs nothing; one reached by few is what a tier must hold). ``--json``
+writes, per stack file, each line and branch with the cases that reach it;
+``--record`` the figures the quick tier is held by
+(:mod:`vgf_conformance.harness.schedule.stack_reach`); ``--blind-spots
+REPORT_DIR`` the stack functions no case reaches, as JSON, Markdown and the
+report's page ``stack.html``
+(:mod:`vgf_conformance.harness.measurements.blind_spots`).
 """
 
 from __future__ import annotations
@@ -105,6 +111,21 @@ def reached(directory: Path) -> dict[str, dict[str, set[str]]]:
     return by_case
 
 
+def reached_in(directories: list[Path]) -> dict[str, dict[str, set[str]]]:
+    """:func:`reached` over several directories (the shards of one run, whose
+    data files have the same names), merged; a ``ValueError`` names both
+    directories of a run key found in two."""
+    by_case: dict[str, dict[str, set[str]]] = {}
+    source: dict[str, Path] = {}
+    for directory in directories:
+        for key, entry in reached(directory).items():
+            if key in source:
+                raise ValueError(f"run key {key!r} is in both {source[key]} and {directory}: give each "
+                                 f"shard's directory once, and directories of one run")
+            by_case[key], source[key] = entry, directory
+    return by_case
+
+
 def summary(by_case: dict[str, dict[str, set[str]]]) -> dict:
     """What the run reached, and how many of its cases reach each line and branch."""
     out = {"cases": len(by_case)}
@@ -121,17 +142,23 @@ def summary(by_case: dict[str, dict[str, set[str]]]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vgf_conformance stack-coverage", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("directory", type=Path, help="the --vgf-stack-coverage directory of a run")
+    parser.add_argument("directories", type=Path, nargs="+", metavar="DIR",
+                        help="the --vgf-stack-coverage directory of a run (or one per shard of a run)")
     parser.add_argument("--json", type=Path, default=None,
                         help="write each stack file's lines and branches with the cases that reach them")
     parser.add_argument("--record", type=Path, nargs="?", const=stack_reach.RECORDED, default=None,
                         help="write the recorded figures the quick tier is chosen and checked by "
                              "(default vgf_conformance/stack_coverage.json; a run of the whole matrix)")
+    parser.add_argument("--blind-spots", type=Path, default=None, metavar="REPORT_DIR",
+                        help="write the stack functions no case reaches: REPORT_DIR/stack-blind-spots.json, "
+                             ".md and stack.html (report.html links it when REPORT_DIR holds a report)")
     args = parser.parse_args(argv)
+    if args.blind_spots and args.blind_spots.exists() and not args.blind_spots.is_dir():
+        parser.error(f"--blind-spots: {args.blind_spots} is a file; give a report directory")
     try:
-        by_case = reached(args.directory)
+        by_case = reached_in(args.directories)
     except ValueError as error:
-        parser.error(str(error))
+        parser.error(f"directories: {error}")
     print(json.dumps(summary(by_case), indent=1))
     if args.json:
         table: dict[str, dict[str, list[str]]] = {}
@@ -146,6 +173,19 @@ def main(argv: list[str] | None = None) -> int:
         args.record.write_text(stack_reach.dumps(recorded))
         print(f"wrote {args.record}: {len(recorded['groups'])} groups of lines and branches over "
               f"{len(recorded['cases'])} cases", file=sys.stderr)
+    if args.blind_spots:
+        from vgf_conformance.harness.measurements import blind_spots
+
+        lines = set().union(*(entry["lines"] for entry in by_case.values()))
+        try:
+            roots = blind_spots.stack_roots(STACK_PACKAGES)
+        except ValueError as error:
+            parser.error(f"--blind-spots: {error}")
+        files, unparsed = blind_spots.find(lines, roots)
+        listing = blind_spots.listing(files, unparsed, stack_versions(), len(by_case))
+        written = blind_spots.write(listing, args.blind_spots)
+        print(f"wrote {', '.join(map(str, written))}: {sum(a['functions_unreached'] for a in listing['areas'])} "
+              f"of {sum(a['functions'] for a in listing['areas'])} stack functions unreached", file=sys.stderr)
     return 0
 
 

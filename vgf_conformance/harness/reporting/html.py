@@ -17,6 +17,13 @@ it used, its error maps and the command that reruns it
 ``--diff OLD`` writes ``DIR/diff.html``: the page with a report diff
 (:mod:`vgf_conformance.harness.reporting.diff`, ``python -m vgf_conformance report diff``) on
 top, each changed case linked to its section.
+
+The stack's blind spots (the stack functions no case reaches: ``python -m
+vgf_conformance stack-coverage DIR... --blind-spots REPORT_DIR``,
+:mod:`vgf_conformance.harness.measurements.blind_spots`) get their own page:
+whenever a report page is written into a folder that holds
+``stack-blind-spots.json``, ``stack.html`` is written from it and
+``report.html`` links it; ``--blind-spots`` writes the JSON and then the pages.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ DIFF_LINES = 200
 #: Where the maps go inside the report directory.
 MAPS_DIR = "maps"
 TEMPLATE = "report.html.j2"
+#: The stack's blind spots in a report folder, the page made of them, and its template.
+BLIND_SPOTS = "stack-blind-spots.json"
+STACK_PAGE = "stack.html"
+STACK_TEMPLATE = "stack.html.j2"
 
 
 def golden_diff(stored_text: str | None, golden: dict, limit: int = DIFF_LINES) -> list[str]:
@@ -146,12 +157,20 @@ def copy_maps(report: dict, directory: Path, sources: tuple[Path, ...] = ()) -> 
     return found
 
 
-def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: str = "VGF conformance report",
-                diff: dict | None = None) -> str:
-    """The page for ``report`` (a report.json); ``maps`` from :func:`copy_maps`;
-    ``diff``: a report diff (``vgf_conformance.harness.reporting.diff``) rendered above the cases."""
+def _environment():
+    """The templates of ``templates/``, escaped, a missing name an error."""
     import jinja2
 
+    return jinja2.Environment(loader=jinja2.PackageLoader("vgf_conformance.harness.reporting", "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: str = "VGF conformance report",
+                diff: dict | None = None, stack_page: str | None = None) -> str:
+    """The page for ``report`` (a report.json); ``maps`` from :func:`copy_maps`;
+    ``diff``: a report diff (``vgf_conformance.harness.reporting.diff``) rendered above the cases;
+    ``stack_page``: the blind spots' page to link, if any."""
     summary = summarize(report)
     suite = (report.get("run") or {}).get("command") or SUITE_SCRIPT
     maps = maps or {}
@@ -163,24 +182,42 @@ def render_html(report: dict, maps: dict[str, list[dict]] | None = None, title: 
                      "maps": maps.get(c["id"], []), "rerun": rerun_commands(c, suite),
                      "interesting": bool(interesting),
                      "sections": c.get("golden_changed") or []})
-    env = jinja2.Environment(loader=jinja2.PackageLoader("vgf_conformance.harness.reporting", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
-    return env.get_template(TEMPLATE).render(
+    return _environment().get_template(TEMPLATE).render(
         title=title, report=report, cases=summary.cases, rows=rows, outcomes=OUTCOME_ORDER,
         by_outcome=summary.by_outcome, families=summary.families, by_family=summary.by_family,
         delegations=summary.delegations, sections=sorted({s for r in rows for s in r["sections"]}),
         change_groups=summary.change_groups, margins=summary.margins, warnings=summary.warnings,
-        cpu=summary.cpu, not_passing=summary.not_passing, diff=diff)
+        cpu=summary.cpu, not_passing=summary.not_passing, diff=diff, stack_page=stack_page)
+
+
+def write_stack_page(directory: Path, report: bool = False) -> Path | None:
+    """Write ``directory/stack.html`` from ``directory/stack-blind-spots.json``
+    when it is there (else None): per area and file, the stack functions no
+    case reaches, each file folded, with a filter; linked back to
+    ``report.html`` when ``report`` (the folder's report page, written with it)."""
+    source = directory / BLIND_SPOTS
+    if not source.is_file():
+        return None
+    blind = json.loads(source.read_text())
+    areas = [dict(a, anchor=f"area-{i}", listed=[f for f in blind["files"] if f["area"] == a["area"]])
+             for i, a in enumerate(blind["areas"])]
+    path = directory / STACK_PAGE
+    path.write_text(_environment().get_template(STACK_TEMPLATE).render(
+        title=f"Stack blind spots: {directory.name}", blind=blind, areas=areas,
+        report=report))
+    return path
 
 
 def write_html(report: dict, directory: Path, sources: tuple[Path, ...] = (), title: str | None = None,
                diff: dict | None = None) -> Path:
-    """Write ``directory/report.html`` (and copy the error maps beside it)."""
+    """Write ``directory/report.html`` (and copy the error maps beside it; and
+    the blind spots' page, linked, when the folder holds them)."""
     directory.mkdir(parents=True, exist_ok=True)
     maps = copy_maps(report, directory, tuple(sources))
+    stack_page = STACK_PAGE if write_stack_page(directory, report=True) else None
     path = directory / "report.html"
-    path.write_text(render_html(report, maps, title or f"VGF conformance report: {directory.name}", diff))
+    path.write_text(render_html(report, maps, title or f"VGF conformance report: {directory.name}", diff,
+                                stack_page))
     return path
 
 
