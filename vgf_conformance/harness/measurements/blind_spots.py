@@ -208,7 +208,8 @@ def markdown(blind: dict, per_file: int = FUNCTIONS_PER_FILE) -> str:
     out = ["# Stack blind spots", "",
            f"The stack functions no case of the matrix reaches ({blind['cases']} cases; {stack}): a regression "
            "in them changes nothing the matrix can see. A function is reached when a case's export runs a "
-           "line of its body; lines are executable lines inside functions.", "",
+           "line of its body; the functions nested in an unreached one are counted, not named; lines are "
+           "executable lines inside functions.", "",
            "| area | files | never reached | functions unreached / total | lines unreached / total |",
            "|---|---:|---:|---:|---:|"]
     for a in blind["areas"]:
