@@ -13,7 +13,7 @@ Verbs (``python -m vgf_conformance VERB --help`` for each):
   localize      name the TOSA op a case's numerics divergence starts at
   coverage      the quick tier's lowering features, and the tier coverage picks
   slack         each numeric bound against the worst it was measured to need
-  stack-coverage  the stack lines and branches a run's exports reached (--vgf-stack-coverage)
+  stack-coverage  the stack lines and branches a run's exports reached (--vgf-stack-coverage), its blind spots
   model-bounds  measure the model tier's bounds over input seeds
   drift         export goldens under other ISAs and thread counts, tabulate the drift
   durations     refresh the recorded per-case durations from reports
