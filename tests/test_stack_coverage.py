@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +15,8 @@ from vgf_conformance.harness.schedule import stack_reach
 from vgf_conformance.harness.schedule.coverage import pick
 from vgf_conformance.harness.measurements.stack_coverage import StackCoverage, reached, summary
 from vgf_export import names
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_each_cases_lines_are_recorded_under_its_run_key_and_nothing_outside_a_case(tmp_path):
@@ -28,6 +34,22 @@ def test_each_cases_lines_are_recorded_under_its_run_key_and_nothing_outside_a_c
     assert not a & b and by_case["flow/case-b"]["arcs"]  # each case's own lines, and its branches
     assert summary(by_case)["lines"] == {"reached": len(a | b), "by every case": 0, "by one case": len(a | b),
                                         "by 2 to 5 cases (not every)": 0}
+
+
+def test_recording_before_the_stack_is_imported_leaves_torch_importable(tmp_path):
+    """coverage.py imports its source packages to look them up and drops them
+    again; torch, imported with them, could then not be imported (its C
+    extension twice in one process). A fresh process: here torch is imported."""
+    code = ("import sys\nfrom pathlib import Path\n"
+            "from vgf_conformance.harness.measurements.stack_coverage import StackCoverage\n"
+            "from vgf_export import names\nassert 'torch' not in sys.modules\n"
+            "recorder = StackCoverage(Path(sys.argv[1]), 'gw0')\n"
+            "with recorder.context('case-a'):\n    names.delegate_file_name(1, names.VGF_BACKEND, 'vgf')\n"
+            "import torch\nprint(torch.ones(1).item())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "1.0", done.stderr[-2000:]
 
 
 def test_a_directory_without_data_says_how_to_make_it(tmp_path):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import re
 import sys
@@ -61,6 +62,11 @@ class StackCoverage:
         if self._coverage is None:
             import coverage
 
+            # coverage.py looks each source package up with sys.modules saved and restored: a
+            # package not imported yet would be imported (torch with it), then dropped, and a
+            # C extension such as torch._C cannot be imported twice in one process.
+            for package in STACK_PACKAGES:
+                importlib.import_module(package)
             self._coverage = coverage.Coverage(data_file=str(self.data_file), source_pkgs=list(STACK_PACKAGES),
                                                branch=True, config_file=False)
             # The stack is imported before its first export: measured from then on, as it should be.
