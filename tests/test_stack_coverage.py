@@ -85,6 +85,9 @@ def test_lines_reached_by_every_case_weigh_nothing_and_the_rest_are_grouped_by_w
     assert reach.total == 5 and reach.reached_by({"a"}) == 3 and reach.reached_by({"a", "c"}) == 5
     assert [g.lines for g in reach.left_out({"a"})] == [("f.py:4",), ("f.py:5",)]
     assert reach.elements()["c"] == {f"stack#{i}" for i, g in enumerate(reach.groups) if "c" in g.cases}
+    # Every line the matrix reaches, what every case reaches included (the explorer's reference).
+    assert recorded["every_case_lines"] == ["f.py:1"]
+    assert reach.lines() == {f"f.py:{n}" for n in range(1, 6)}
 
 
 def test_a_bad_recorded_file_is_named(tmp_path):

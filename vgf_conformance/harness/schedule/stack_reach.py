@@ -83,6 +83,9 @@ class Reach:
     groups: tuple[Group, ...]
     by_every_case: Mapping[str, int]  # {"lines": n, "arcs": n}
     stack: Mapping[str, str]
+    #: The lines every case reaches (line_ranges entries); empty in a record
+    #: written before they were kept.
+    every_case_lines: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
@@ -105,6 +108,10 @@ class Reach:
         tier = set(tier)
         return sum(self.by_every_case.values()) + sum(g.weight for g in self.groups if g.cases & tier)
 
+    def lines(self) -> frozenset[str]:
+        """Every ``file:line`` the full matrix reaches (by every case or by some)."""
+        return frozenset(lines_of(self.every_case_lines)).union(*(lines_of(g.lines) for g in self.groups))
+
     def left_out(self, tier: Iterable[str]) -> list[Group]:
         """The groups no case of ``tier`` reaches, heaviest first."""
         tier = set(tier)
@@ -120,11 +127,14 @@ def record(by_case: Mapping[str, Mapping[str, set[str]]], stack: Mapping[str, st
             for unit in entry[what]:
                 reached_by.setdefault(f"{what}|{unit}", set()).add(case)
     every = {"lines": 0, "arcs": 0}
+    every_lines: list[str] = []
     grouped: dict[frozenset[str], dict[str, list[str]]] = {}
     for key, holders in reached_by.items():
         what, _, unit = key.partition("|")
         if len(holders) == len(cases):
             every[what] += 1
+            if what == "lines":
+                every_lines.append(unit)
         else:
             grouped.setdefault(frozenset(holders), {"lines": [], "arcs": []})[what].append(unit)
     groups = []
@@ -136,7 +146,8 @@ def record(by_case: Mapping[str, Mapping[str, set[str]]], stack: Mapping[str, st
                        "line_count": len(units["lines"]), "arcs": len(units["arcs"])})
     groups.sort(key=lambda g: (-(g["line_count"] + g["arcs"]), g["lines"], g.get("cases", g.get("all_but"))))
     return {"about": __doc__.split("\n\n")[0].replace("\n", " "), "stack": dict(sorted(stack.items())),
-            "cases": cases, "by_every_case": every, "groups": groups}
+            "cases": cases, "by_every_case": every, "every_case_lines": line_ranges(every_lines),
+            "groups": groups}
 
 
 def dumps(recorded: dict) -> str:
@@ -157,7 +168,8 @@ def load(path: Path = RECORDED) -> Reach:
                              else cases - {names[i] for i in g["all_but"]},
                              lines=tuple(g["lines"]), line_count=g["line_count"], arcs=g["arcs"])
                        for g in data["groups"])
-        return Reach(cases=cases, groups=groups, by_every_case=data["by_every_case"], stack=data["stack"])
+        return Reach(cases=cases, groups=groups, by_every_case=data["by_every_case"], stack=data["stack"],
+                     every_case_lines=tuple(data.get("every_case_lines", ())))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file (python -m vgf_conformance stack-coverage DIR --record "
                          f"writes it from a run with --vgf-stack-coverage DIR)") from None
