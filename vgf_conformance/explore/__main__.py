@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds a draw may take before its child is killed (default 90)")
     parser.add_argument("--max-draws", type=_positive(int),
                         help="stop drawing after this many cases (with the budget: whichever comes first)")
+    parser.add_argument("--stack-target", action="store_true",
+                        help="record the stack lines each draw's export reaches; draws that reach lines the "
+                             "full matrix does not (vgf_conformance/stack_coverage.json) are listed in the "
+                             "findings and mutated for later draws (explore/reach.py)")
     parser.add_argument("--disable-workaround", action="append", default=[], metavar="NAME",
                         help="export every draw without this workaround of vgf_export (repeatable), e.g. "
                              "bilinear-scale-factor (the table's -upstream cases)")
@@ -138,11 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         pte=args.pte,
         workarounds_off=tuple(dict.fromkeys(args.disable_workaround)),
         max_draws=args.max_draws,
+        stack_target=args.stack_target,
         command=command,
         limits=Limits(resize_modes=tuple(args.resize_mode or RESIZE_MODES), max_in=args.max_in, max_out=args.max_out, max_channels=args.max_channels,
                       max_batch=args.max_batch, max_grid=args.max_grid),
     )
-    explorer = Explorer(options)
+    try:
+        explorer = Explorer(options)
+    except ValueError as error:  # --stack-target without a record of the matrix's lines
+        parser.error(f"argument --stack-target: {error}")
     try:
         explorer.run()
     except ChildStartError as error:

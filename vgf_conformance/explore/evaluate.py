@@ -25,7 +25,7 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from vgf_conformance.explore import entry, faults, sampling, space
+from vgf_conformance.explore import entry, faults, reach, sampling, space
 
 #: The delegates' TOSA reference runs get this share of the draw timeout, so
 #: that a reference model that hangs fails its draw at stage run (as in the
@@ -68,6 +68,12 @@ def _watch_export_causes() -> None:
 
     export_model._explore_watch = True
     runner.export_model = export_model
+
+
+@functools.lru_cache(maxsize=1)
+def _recorder(directory: str | None) -> "reach.DrawRecorder | None":
+    """The draw child's stack recorder (``explore --stack-target``), one for its life."""
+    return reach.DrawRecorder(Path(directory)) if directory else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -229,8 +235,11 @@ def evaluate(request: dict) -> dict:
     artifacts = Path(request["artifacts"])
     _watch_export_causes()
     _LAST_CAUSES.clear()
+    recorder = _recorder(request.get(reach.REQUEST_FIELD))
     with faults.during_run(family, params):
-        run = run_case(case, artifacts)
+        run = run_case(case, artifacts, around_export=recorder.context if recorder else None)
+    if recorder is not None:
+        outcome[reach.REQUEST_FIELD] = recorder.take(case.id)
     outcome["artifacts"] = str(run.artifacts)
     outcome["stage"] = run.stage
     outcome["failure"] = dataclasses.asdict(run.failure) if run.failure else None

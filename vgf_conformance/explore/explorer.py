@@ -48,7 +48,7 @@ from typing import TextIO
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
-from vgf_conformance.explore import entry, space
+from vgf_conformance.explore import entry, reach, space
 from vgf_conformance.explore.signature import ExploreFailure, failure_type, signature, slug
 from vgf_conformance.explore.worker import ChildStartError, DrawChild
 
@@ -68,6 +68,7 @@ class Options:
     pte: bool = False
     workarounds_off: tuple[str, ...] = ()
     max_draws: int | None = None  # drawing phase: at most this many exports
+    stack_target: bool = False  # draw where the matrix does not reach the stack first (explore/reach.py)
     limits: space.Limits = space.Limits()
     command: str = ""  # the command line, for the findings
 
@@ -127,6 +128,8 @@ class Explorer:
         self.start = self.end = self.explore_end = 0.0
         # The draw child (tests give a stand-in with launch/start/run/close).
         self.child = child or DrawChild(self.out / "draw-child.log")
+        #: With ``stack_target``: the matrix's reached stack lines, and the draws that add to them.
+        self.reach = reach.StackTarget.recorded(BUFFER_BYTES) if options.stack_target else None
         self._log = None
         self.error: str | None = None  # the traceback, if the explorer itself failed
 
@@ -158,6 +161,8 @@ class Explorer:
         request = {"draw": number, "family": family, "params": params, "artifacts": str(artifacts),
                    "vulkan": self.options.vulkan, "pte": self.options.pte,
                    "draw_timeout": self.options.draw_timeout}
+        if self.reach is not None:
+            request[reach.REQUEST_FIELD] = str(self.out / "stack-coverage")
         started = time.monotonic()
         outcome = self.child.run(request, self.options.draw_timeout)
         outcome["seconds"] = outcome.get("seconds") or round(time.monotonic() - started, 3)
@@ -170,6 +175,8 @@ class Explorer:
                 outcome["id"] = f"(unbuildable: {type(error).__name__}: {error})"
         sig = signature(outcome)
         outcome["signature"] = sig
+        if self.reach is not None:
+            self.reach.see(outcome)
         if sig is None and artifacts.exists():
             shutil.rmtree(artifacts, ignore_errors=True)
         self.cache[key] = outcome
@@ -298,12 +305,14 @@ class Explorer:
                 break
             family = options.families[attempt % len(options.families)]
             attempt += 1
-            buffer = rng.randbytes(BUFFER_BYTES)
+            buffer = self.reach.next_buffer(rng) if self.reach is not None else rng.randbytes(BUFFER_BYTES)
             try:
                 if tests[family][0].hypothesis.fuzz_one_input(buffer) is None:
                     self.invalid += 1
             except ExploreFailure:
                 pass
+            if self.reach is not None:
+                self.reach.keep(buffer)
             if attempt > 1000 * (self.explore_draws + 1):
                 self.notes.append("drawing stopped: the space gave no new cases")
                 break

@@ -18,7 +18,7 @@ import statistics
 import time
 from pathlib import Path
 
-from vgf_conformance.explore import sampling
+from vgf_conformance.explore import reach, sampling
 from vgf_conformance.explore.signature import failing_checks
 
 #: Problems of a Bound, as regular expressions for an Expectation's ``match``.
@@ -205,6 +205,7 @@ def summarize(explorer, interrupted: bool = False) -> dict:
         "notes": explorer.notes,
         "groups": [_group_summary(g) for g in sorted(
             explorer.groups.values(), key=lambda g: (g.family, g.draws[0]))],
+        "stack_target": explorer.reach.summary() if explorer.reach is not None else None,
     }
 
 
@@ -265,6 +266,8 @@ def render_markdown(summary: dict) -> str:
         if m.get("code"):
             lines += ["", "Case entry" + (f" ({note})" if note else "") + ":", "", "```python",
                       case_entry(m, s["seed"]), "```"]
+    if s.get("stack_target"):
+        lines += reach.markdown(s["stack_target"])
     lines += ["", "Every draw (parameters, outcome, signature) is in `draws.jsonl`; the Hypothesis example "
               "database in `hypothesis/`; artifacts of each group's first and minimal case in `artifacts/`.", ""]
     return "\n".join(lines)

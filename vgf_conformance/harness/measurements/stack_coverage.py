@@ -83,6 +83,17 @@ class StackCoverage:
         if self._coverage is not None:
             self._coverage.save()
 
+    def take(self, run_key: str) -> set[str]:
+        """The ``file:line``s measured as ``run_key``'s, then forgotten (the
+        explorer's draw child asks after each draw and keeps no data file)."""
+        if self._coverage is None:
+            return set()
+        data = self._coverage.get_data()
+        data.set_query_contexts([f"^{re.escape(run_key)}$"])
+        found = {f"{_where(name)}:{n}" for name in data.measured_files() for n in data.lines(name) or ()}
+        self._coverage.erase()
+        return found
+
 
 def _where(path: str) -> str:
     """A stack file's path from its package root: no machine's paths."""
