@@ -14,14 +14,18 @@ that script that is better written in Python:
 - ``finding``: when the candidate does not install or cannot run, a
   ``report.json`` with no cases and a ``candidate`` record saying why (the
   lines of pip's or the tool's error that matter, never a bare stack trace);
-- ``stamp``: after a run, the ``candidate`` record added to its report.
+- ``stamp``: after a run, the ``candidate`` record added to its report;
+- ``stack-changes``: what the candidate changed in the stack's lowering code
+  and how much of it the run reached
+  (:mod:`vgf_conformance.harness.candidates.stack_changes`).
 
 Every candidate report thus has a top-level ``candidate`` object
 (:class:`CandidateRecord`). ``python -m vgf_conformance report compat`` reads the
 reports and a baseline report of the pinned stack (same scope) and writes
 ``docs/compatibility.md``: one row per candidate (:func:`render_matrix`).
 
-Standard library only: the matrix is made on machines without the stack.
+Standard library only: the matrix is made on machines without the stack
+(``stack-changes`` reads coverage data, with coverage.py).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import shlex
 from collections import Counter
 from pathlib import Path
 
+from vgf_conformance.harness.candidates import stack_changes
 from vgf_conformance.harness.candidates.preflight import installed_versions, preflight
 from vgf_conformance.text import DEFAULT_FLOW
 
@@ -296,7 +301,12 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--pip-log", type=Path, help="the failed pip install's log")
             p.add_argument("--reason", help="the reason, when there is no pip log")
             p.add_argument("--installs", action="store_true", help="the pin set installed")
+    changes = sub.add_parser("stack-changes", help="what the candidate changed in the stack's lowering code, "
+                             "and how much of it the run reached")
+    stack_changes.add_arguments(changes)
     args = parser.parse_args(argv)
+    if args.command == "stack-changes":
+        return stack_changes.command(args, changes)
     for path in [getattr(args, "pins", None), getattr(args, "lock", None)]:
         if path is not None and not path.is_file():
             parser.error(f"{path}: no such file (expected a requirements file)")
