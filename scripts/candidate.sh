@@ -11,7 +11,9 @@
 # repository ($VGF_CANDIDATE_HOME, default ~/.cache/vgf-conformance/NAME),
 # then runs the conformance suite against the current goldens in report mode:
 # reports/NAME/ ($VGF_CANDIDATE_REPORT) gets report.json (with a `candidate`
-# record: pins, installed versions, scope), report.md and junit.xml.
+# record: pins, installed versions, scope), report.md and junit.xml; a
+# candidate's run also records its stack coverage (stack-coverage/) and
+# stack-changes.md says how much of the stack code it changed the run reached.
 #
 # Findings never fail this command: golden differences and test failures, a
 # pin set pip cannot resolve, a native tool that cannot run here (each ends
@@ -36,6 +38,7 @@ ENV="$ENVS/$NAME"
 OUT=${VGF_CANDIDATE_REPORT:-reports/$NAME}
 scripts/setup.sh  # Debian packages for the Vulkan tier; the baseline venv (runs the helpers below)
 COMPAT=(.venv/bin/python -m vgf_conformance candidate)
+purelib() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }  # a venv's site-packages
 mkdir -p "$OUT" "$ENVS"
 PIN_ARGS=()
 if [ -n "$PINS" ]; then
@@ -64,11 +67,14 @@ if ! "$ENV/bin/python" -m vgf_conformance candidate preflight "$OUT" --name "$NA
   exit 0
 fi
 echo "candidate: $NAME ($([ -n "$PINS" ] && grep -v '^#' "$PINS" | grep . | tr '\n' ' ' || echo requirements.lock)) against the goldens of $(git rev-parse --short HEAD 2>/dev/null || echo this tree)"
-rm -f "$OUT/report.json" "$OUT/report.md"
+rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/stack-changes.json" "$OUT/stack-changes.md"
+rm -rf "$OUT/stack-coverage"  # an older run's data files would mix in
+COVER=()  # a candidate's run records the stack lines its cases reach, for stack-changes below
+if [ -n "$PINS" ]; then COVER=(--vgf-stack-coverage "$OUT/stack-coverage"); fi
 set +e
 # --vgf-require-vulkan: a candidate whose Vulkan stack is not found fails that tier, not skips it.
 "$ENV/bin/python" -m pytest vgf_conformance -n auto -p no:cacheprovider --vgf-require-vulkan \
-  --vgf-report "$OUT" --junitxml "$OUT/junit.xml" -q "$@" > "$OUT/pytest.log" 2>&1
+  --vgf-report "$OUT" --junitxml "$OUT/junit.xml" "${COVER[@]}" -q "$@" > "$OUT/pytest.log" 2>&1
 status=$?
 set -e
 tail -n 3 "$OUT/pytest.log"
@@ -82,4 +88,12 @@ fi
 # One awk that stops reading itself: a `sed | head` pipe would end in SIGPIPE
 # (exit 141 under pipefail) whenever the summary is longer.
 awk 'NR > 80 { exit } { print } /^## Not passing/ { exit }' "$OUT/report.md"
+if [ -n "$PINS" ]; then
+  # What the candidate changed in the stack's Python against the baseline's (.venv), and the run's reach of it.
+  if "${COMPAT[@]}" stack-changes "$OUT" --baseline "$(purelib .venv)" --candidate "$(purelib "$ENV")"; then
+    echo "candidate: the changed stack code the run does not reach first: $OUT/stack-changes.md"
+  else
+    echo "candidate: no stack-changes.md (above: why)"
+  fi
+fi
 echo "candidate: full report in $OUT/report.md, $OUT/report.json, $OUT/junit.xml"
