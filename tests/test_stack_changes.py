@@ -173,8 +173,15 @@ def test_the_command_writes_stable_json_and_the_unreached_first(sides, capsys, t
     md = (out / "stack-changes.md").read_text()
     missed, hit = md.index("## Changed functions the matrix does not reach (2)"), md.index(
         "## Changed functions the matrix reaches (4)")
-    assert missed < md.index("`RewritePass.unused`") < hit < md.index("`helper`")
-    assert md.index("`<module>`") < hit and str(tmp_path) not in md
+    assert missed < md.index("`RewritePass.unused`") < hit and md.index("`<module>`") < hit
+    # reached: the smallest share of changed lines reached first, lines removed only last
+    rows = [line for line in md[hit:].splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == ["| `RewritePass.params`", "| `helper`",
+                                                     "| `fresh` (not in the baseline)", "| `stable`"]
+    assert rows[0].endswith("| 0 / 1 (13) | 0 (the function: 1) |")
+    assert rows[2].endswith("| 2 / 2 (1-2) | 2: `case-a`, `case-b` |")
+    assert rows[3].endswith("| 0 / 0, 1 removed | the function: 1 |")
+    assert str(tmp_path) not in md
 
 
 def test_the_tables_are_capped(sides, monkeypatch):

@@ -247,9 +247,11 @@ def _stack(versions_: dict[str, str]) -> str:
 
 
 def _cases(f: dict) -> str:
+    if not f["changed_executable"]:  # lines removed only: the cases that enter the function
+        return f"the function: {f['cases_entering']}"
     more = f["cases"] - len(f["cases_named"])
-    return f"{f['cases']}: " + ", ".join(f"`{c}`" for c in f["cases_named"]) + (f" +{more} more" if more > 0 else "") \
-        if f["cases"] else "0" + (f" (the function: {f['cases_entering']})" if f["cases_entering"] else "")
+    named = ", ".join(f"`{c}`" for c in f["cases_named"]) + (f" +{more} more" if more > 0 else "")
+    return f"{f['cases']}: {named}" if f["cases"] else f"0 (the function: {f['cases_entering']})"
 
 
 def _table(title: str, rows: list[dict], columns: list[tuple[str, object]]) -> list[str]:
@@ -269,18 +271,19 @@ def _changed(f: dict) -> str:
 
 
 def _name(f: dict) -> str:
-    return f"`{f['function']}`" + (" (new)" if f["status"] == "added" else "")
+    return f"`{f['function']}`" + (" (not in the baseline)" if f["status"] == "added" else "")
 
 
 def render(changes: dict) -> str:
     """``stack-changes.md``: the summary, the changed functions no case
-    reaches (the risk), then those reached, fewest changed lines reached first."""
+    reaches (the risk), the most changed lines first, then those reached, the
+    smallest share of their changed lines reached first (lines removed only: last)."""
     functions = changes["functions"]
     missed = sorted((f for f in functions if not f["reached"]),
                     key=lambda f: (-f["changed_executable"], -f["lines_lost"], f["file"], f["function"]))
     hit = sorted((f for f in functions if f["reached"]),
-                 key=lambda f: (f["changed_reached"] / max(f["changed_executable"], 1), f["cases"], f["file"],
-                                f["function"]))
+                 key=lambda f: (not f["changed_executable"], f["changed_reached"] / max(f["changed_executable"], 1),
+                                f["cases"], f["file"], f["function"]))
     stack = changes["stack"]
     files = changes["files"]
     lines = [f"# Stack changes: {_stack(stack['baseline'])} -> {_stack(stack['candidate'])}", "",
@@ -288,7 +291,8 @@ def render(changes: dict) -> str:
              "Changed lines are the candidate's executable lines (coverage.py's statements) that differ from the "
              "baseline's, each in its innermost function, method or class; reached: by the run's cases, whose "
              "count and first names are given. A changed function no case reaches is a change the matrix cannot "
-             "catch: the first table is the risk.", ""]
+             "catch: the first table is the risk. Module and class level lines run at import, which the "
+             "recording does not see: they count as reached only when a case imported them.", ""]
     lines += _table("Changed functions the matrix does not reach", missed,
                     [("function", _name), ("file", lambda f: f["file"]), ("changed lines", _changed)])
     lines += _table("Changed functions the matrix reaches", hit,
@@ -298,7 +302,7 @@ def render(changes: dict) -> str:
     for what in ("added", "removed"):
         shown = files[what][:TABLE_ROWS]
         more = len(files[what]) - len(shown)
-        lines.append(f"Files {what} ({len(files[what])}): " + (", ".join(f"`{w}`" for w in shown) or "none") +
+        lines.append(f"\nFiles {what} ({len(files[what])}): " + (", ".join(f"`{w}`" for w in shown) or "none") +
                      (f" +{more} more" if more > 0 else "") + ".")
     removed = changes["removed_functions"]
     lines.append(f"\nFunctions removed ({len(removed)}, files removed included): "
