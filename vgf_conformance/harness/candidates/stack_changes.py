@@ -5,7 +5,7 @@ An upgrade's risk is in the code it changed that no case runs. This diffs the
 baseline stack's Python and the candidate's (two site-packages directories)
 file by file for the packages of
 :data:`~vgf_conformance.harness.measurements.stack_coverage.STACK_PACKAGES`
-(test files skipped; our own ``vgf_export`` is taken from this repository on
+(tests and build scripts skipped; our own ``vgf_export`` is taken from this repository on
 both sides, so it never changes): files added, removed, changed. Each changed
 line of the candidate's side (``difflib`` on lines; a deleted line counts for
 the function that lost it) is given to its innermost enclosing function,
@@ -34,6 +34,7 @@ import json
 import tokenize
 from pathlib import Path
 
+from vgf_conformance.harness.measurements.blind_spots import outside_the_lowering
 from vgf_conformance.harness.measurements.stack_coverage import STACK_PACKAGES, reached
 from vgf_conformance.harness.schedule.stack_reach import line_ranges
 
@@ -44,12 +45,6 @@ MODULE = "<module>"
 NAMED_CASES, TABLE_ROWS = 3, 40
 #: The distributions whose versions head the report.
 DISTRIBUTIONS = ("executorch", "torch", "torchao")
-
-
-def is_test(relative: str) -> bool:
-    """A test file of a package: under ``test/`` or ``tests/``, or ``test_*.py``."""
-    return any(part in ("test", "tests") for part in relative.split("/")[:-1]) or \
-        relative.rpartition("/")[2].startswith("test_")
 
 
 def stack_files(roots: list[Path]) -> tuple[dict[str, Path], list[str]]:
@@ -65,7 +60,7 @@ def stack_files(roots: list[Path]) -> tuple[dict[str, Path], list[str]]:
             continue
         for path in sorted((root / relative).rglob("*.py")):
             where = path.relative_to(root).as_posix()
-            if not is_test(where):
+            if not outside_the_lowering(where):
                 files[where] = path
     return files, missing
 

@@ -8,7 +8,7 @@ stack source file, the functions and methods (``Class.method``;
 and their number of executable lines.
 
 The universe is every ``.py`` file under the stack's installed packages
-(:func:`stack_roots`), but test files (``test/``, ``tests/``, ``test_*.py``)
+(:func:`stack_roots`), but tests and build scripts (``test/``, ``tests/``, ``scripts/``, ``test_*.py``)
 and files with no function (an ``__init__.py`` of imports, a table of
 constants: what they run, they run at import, before any case). A function
 is reached when a case reaches a line of its body: not its ``def`` or
@@ -76,10 +76,11 @@ def area_of(name: str) -> str:
     return next((area for area, prefix in AREAS if name.startswith(prefix)), OTHER)
 
 
-def is_test_file(name: str) -> bool:
-    """A test of the stack, not the stack: under ``test/`` or ``tests/``, or ``test_*.py``."""
+def outside_the_lowering(name: str) -> bool:
+    """A test or a build script shipped with the stack, not its lowering: under
+    ``test/``, ``tests/`` or ``scripts/``, or a ``test_*.py``."""
     parts = name.split("/")
-    return "test" in parts[:-1] or "tests" in parts[:-1] or parts[-1].startswith("test_")
+    return any(part in ("test", "tests", "scripts") for part in parts[:-1]) or parts[-1].startswith("test_")
 
 
 def _body_start(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
@@ -159,7 +160,7 @@ def find(reached_lines: Iterable[str], roots: Mapping[str, Path]) -> tuple[list[
     for prefix, directory in sorted(roots.items()):
         for path in sorted(Path(directory).rglob("*.py")):
             name = f"{prefix}/{path.relative_to(directory).as_posix()}"
-            if is_test_file(name):
+            if outside_the_lowering(name):
                 continue
             try:
                 spots = file_spots(name, path.read_text(encoding="utf-8"), by_file.get(name, set()))
