@@ -227,7 +227,14 @@ def _explored_cases() -> list[Case]:
                         (2, 5, 5, 4), traits=("resize-range-clips-peak",)),
             # Seed 5's group 4 (docs/explorer/seed-5-findings.md): PyTorch's float32
             # nearest index against TOSA's exact one (expectation in EXPECTATIONS).
-            resize_case("nearest-size2x52-47x88-c1", dict(MODES["nearest"], size=(47, 88)), (1, 1, 2, 52))]
+            resize_case("nearest-size2x52-47x88-c1", dict(MODES["nearest"], size=(47, 88)), (1, 1, 2, 52)),
+            # Drawn by explore --stack-target (seed 7) where the matrix reached no stack line:
+            # a nearest factor of 7/64 on a 26-wide axis gives a RESIZE border of -229, below
+            # TOSA's -16 * scale_n = -224, so the partitioner refuses the RESIZE for its border
+            # (resize_utils._validate_border); every other CPU resize is refused for its ratio.
+            resize_case("nearest-in38x26-h1_6-w7_64-c2", dict(MODES["nearest"], scale_factor=(float(F(1, 6)),
+                                                                                               float(F(7, 64)))),
+                        (1, 2, 38, 26))]
 
 
 def _seed3_cases() -> list[Case]:
