@@ -30,8 +30,9 @@ from vgf_export.patches import installed_executorch_version, registered_patches
 from vgf_export.names import WORKAROUNDS
 
 REPO = Path(__file__).resolve().parent.parent
-#: Hash seeds for the partition-order probe (0 and 3 lower differently on 1.5.1).
-HASH_SEEDS = (0, 1, 2, 3)
+#: Hash seeds for the partition-order probe, tried in this order until two
+#: export differently (0 and 3 do on 1.5.1: two exports; all four when none do).
+HASH_SEEDS = (0, 3, 1, 2)
 
 
 def _outcome(case_id: str, root: Path, disabled: tuple[str, ...]) -> str:
@@ -118,8 +119,10 @@ def test_partition_order_still_needed(tmp_path, request):
     workaround = WORKAROUNDS["partition-order"]
     evidence = []
     for probe in workaround.probes:
-        goldens = {}
+        goldens: dict[int, str] = {}
         for seed in HASH_SEEDS:
+            if len(set(goldens.values())) > 1:
+                break  # it follows the hash seed: the other seeds cannot change that
             env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(REPO)}
             proc = subprocess.run(
                 [sys.executable, "-c", _EXPORT_GOLDEN, probe, "partition-order"],
@@ -131,7 +134,7 @@ def test_partition_order_still_needed(tmp_path, request):
             goldens[seed] = proc.stdout
         if len(set(goldens.values())) > 1:
             evidence.append(f"{probe}: {len(set(goldens.values()))} different goldens over "
-                            f"PYTHONHASHSEED {list(HASH_SEEDS)}")
+                            f"PYTHONHASHSEED {list(goldens)}")
     record_workaround(request, "partition-order", bool(evidence), evidence, workaround.upstream)
     assert evidence, (
         f"workaround 'partition-order' is no longer needed on executorch "
@@ -139,6 +142,10 @@ def test_partition_order_still_needed(tmp_path, request):
         f"under PYTHONHASHSEED {list(HASH_SEEDS)}"
     )
 
+
+#: The converter's bound under the patch in the probe (seconds), and how long
+#: after the converter started an export still running is taken for a hang.
+CONVERTER_BOUND, HANG_EVIDENCE = 2, 6
 
 _HANGING_EXPORT = textwrap.dedent("""
     import sys, tempfile
@@ -164,19 +171,19 @@ def test_converter_timeout_patch_still_needed(patch, tmp_path, request):
     fake.write_text(f"#!/bin/sh\ntouch '{started}'\nsleep 600\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     env = {**os.environ, "MODEL_CONVERTER_PATH": str(fake), "PYTHONPATH": str(REPO),
-           "VGF_EXPORT_CONVERTER_TIMEOUT": "2"}
+           "VGF_EXPORT_CONVERTER_TIMEOUT": str(CONVERTER_BOUND)}
     # Its own process group, so the hanging converter dies with it.
     child = subprocess.Popen([sys.executable, "-c", _HANGING_EXPORT, patch.name], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     try:
         # The export reaches the converter after its imports and lowering (about
-        # 10 s); from then on the patch's bound is 2 s: 15 s more is a hang.
+        # 10 s); from then on the patch's bound is 2 s: 3x that more is a hang.
         deadline = time.monotonic() + 180
         while not started.exists() and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert started.exists(), "the export never started model-converter: the test's export broke"
-        child.wait(timeout=15)
+        child.wait(timeout=HANG_EVIDENCE)
         hung = False
     except subprocess.TimeoutExpired:
         hung = True
@@ -184,8 +191,8 @@ def test_converter_timeout_patch_still_needed(patch, tmp_path, request):
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    evidence = (["without it, an export with a hanging model-converter had not ended 15 s after "
-                 "the converter started"] if hung else [])
+    evidence = ([f"without it, an export with a hanging model-converter had not ended {HANG_EVIDENCE:g} s "
+                 f"after the converter started (the patch's bound: {CONVERTER_BOUND:g} s)"] if hung else [])
     record_workaround(request, patch.name, hung, evidence, patch.upstream)
     assert hung, (f"patch {patch.name}: executorch {installed_executorch_version()} bounds "
                   "model-converter itself now; the patch may be unnecessary")
