@@ -248,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the per-repeat timings here")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time named toolchain functions (no profiler; implies --no-profile)")
+    parser.add_argument("--no-speed-patches", action="store_true",
+                        help="export without the suite's speed patches (vgf_conformance/speed_patches.py), "
+                             "as vgf_export alone does; by default they are on, as in the suite's runs")
     parser.add_argument("--disable-patch", action="append", default=[], metavar="NAME",
                         help="keep this patch of vgf_export.patches off (repeatable)")
     parser.add_argument("--keep", type=Path, default=None,
@@ -269,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     import_seconds = time.perf_counter() - start
     from vgf_export import patches
 
+    if not args.no_speed_patches:  # as the suite's case runner exports
+        from vgf_conformance import speed_patches
+
+        speed_patches.enable()
     for name in args.disable_patch:
         patches.disable_patch(name)
     ids = args.cases or list(DEFAULT_CASES)
