@@ -54,7 +54,7 @@ def test_a_flow_adds_its_workarounds_to_the_cases_own_and_drops_what_its_lowerin
 def test_flows_are_chosen_by_name_and_an_unknown_one_is_refused_with_the_list():
     assert check_flows(["all"]) == tuple(FLOWS)
     assert check_flows([NATIVE, NATIVE]) == (NATIVE,)
-    with pytest.raises(ValueError, match=rf"--vgf-flow: no flow 'native'; the flows are vgf, {WITHOUT}, {NATIVE}"):
+    with pytest.raises(ValueError, match=rf"--vgf-flow: no flow 'native'; the flows are vgf, {WITHOUT}, without-resize-split, {NATIVE}"):
         check_flows(["native"])
     runs = expand(TABLE, [NATIVE])
     assert runs and all(key == f"{NATIVE}/{case.case_id}" for key, case in runs.items())
@@ -141,8 +141,21 @@ def test_a_flow_that_answers_for_a_workaround_runs_its_probes():
     from vgf_export.names import WORKAROUNDS
 
     answering = {name: flow for name, flow in FLOWS.items() if flow.answers_for is not None}
-    assert {flow.answers_for for flow in answering.values()} == {"bilinear-scale-factor", "grid-sampler-routing"}
+    assert {flow.answers_for for flow in answering.values()} == {"bilinear-scale-factor", "resize-split",
+                                                                 "grid-sampler-routing"}
     for flow in answering.values():
         assert all(flow.applies(TABLE[probe]) for probe in WORKAROUNDS[flow.answers_for].probes), flow.name
         off = flow.options.get("disable_workarounds", ())
         assert not off or off == (flow.answers_for,), flow.name
+
+
+def test_a_flow_that_leaves_a_case_on_the_cpu_declares_it_for_its_run_only():
+    """Without the resize-split workaround, ExecuTorch's own RESIZE for a downscale
+    by 32 is refused by the partitioner: the flow's run expects the CPU, the
+    default run still expects the delegate."""
+    flow, case = FLOWS["without-resize-split"], TABLE["resize-bilinear-ac0-down32-int8io"]
+    run = flow.run(case)
+    assert run.stays_on_cpu and "pytorch/executorch#19069" in run.stays_on_cpu
+    assert run.describe()["expected_delegation"] == "cpu" and case.describe()["expected_delegation"] == "delegated"
+    assert case.stays_on_cpu is None and run.options["disable_workarounds"] == ("resize-split",)
+

@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Mapping
 from vgf_conformance.cases.case import Case, Expectation
 from vgf_conformance.text import DEFAULT_FLOW
 from vgf_conformance.cases.families.resize.expectations import WITHOUT_BILINEAR_SCALE_FACTOR
+from vgf_export.names import WORKAROUNDS
 
 #: Every case test: a flow that names no ``checks`` runs them all.
 ALL_CHECKS = None
@@ -50,6 +51,9 @@ class Flow:
     why_not: str = ""
     #: Case id -> its expected failure in this flow (replaces the case's own).
     expectations: Mapping[str, Expectation] = dataclasses.field(default_factory=dict)
+    #: Case id -> why this lowering leaves the case on the CPU (replaces the
+    #: case's expected delegation, as ``Case.stays_on_cpu`` declares it).
+    stays_on_cpu: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: Case ids whose runs are in the pull-request tier (``-m quick``).
     quick: frozenset[str] = frozenset()
     #: Runs when no ``--vgf-flow`` is given: in the nightly and the PR gate.
@@ -70,9 +74,11 @@ class Flow:
         for key, value in self.options.items():
             options[key] = tuple(dict.fromkeys((*options.get(key, ()), *value))) \
                 if key == "disable_workarounds" else value
+        delegation = {"stays_on_cpu": self.stays_on_cpu[case.id], "cpu_ops": (), "cpu_ops_reason": None} \
+            if case.id in self.stays_on_cpu else {}
         return dataclasses.replace(case, id=self.key(case.id), flow=self.name, options=options,
                                    expect=self.expectations.get(case.id, case.expect),
-                                   quick=case.id in self.quick)
+                                   quick=case.id in self.quick, **delegation)
 
     def applies_to(self, test_name: str) -> bool:
         return self.checks is None or test_name in self.checks
@@ -100,6 +106,15 @@ FLOWS: dict[str, Flow] = {flow.name: flow for flow in (
          expectations=WITHOUT_BILINEAR_SCALE_FACTOR,
          quick=frozenset({"resize-bilinear-ac0-in10x13-s7_10-int8io"}),
          gates=True, answers_for="bilinear-scale-factor"),
+    Flow("without-resize-split",
+         "the export without the resize-split workaround: ExecuTorch's own RESIZE for a bilinear downscale by 16 "
+         "or more, on the ledger entry's probes",
+         options={"disable_workarounds": ("resize-split",)},
+         applies=lambda case: case.id in WORKAROUNDS["resize-split"].probes,
+         stays_on_cpu=dict.fromkeys(WORKAROUNDS["resize-split"].probes,
+                                    "without the split, TOSA RESIZE cannot express a bilinear downscale by 16 or more "
+                                    "(scale_d < 16 * scale_n): the VGF partitioner refuses it (pytorch/executorch#19069)"),
+         quick=frozenset({"resize-bilinear-ac0-down32-int8io"}), answers_for="resize-split"),
     Flow("upstream-grid-sampler",
          "ExecuTorch's own grid-sampler lowering: the VGF partitioner claims grid_sampler_2d as a TOSA CUSTOM "
          "operator with a SPIR-V shader (no GridSamplerBackend, no grid-sampler routing)",
