@@ -78,3 +78,23 @@ def test_the_hard_deadline_follows_a_short_timeout():
     assert hangs.grace(600) == hangs.GRACE
     assert hangs.grace(5) == 5
     assert hangs.grace(0.5) == hangs.MIN_GRACE
+
+
+def test_the_controller_makes_its_notes_directory_only_for_workers(pytester):
+    """A run without xdist has no worker to end: no directory is made (one
+    was made for every configured run, and left behind by those that never
+    finished, e.g. a killed run)."""
+    from types import SimpleNamespace
+
+    from vgf_conformance.harness.execution.hangs import NOTES_KEY
+    from vgf_conformance.harness.plugin.recording import CaseReport
+
+    report = CaseReport(pytester.parseconfig("-p", "vgf_conformance", "-p", "no:cacheprovider"))
+    assert report.hangs.directory is None and report.hangs.read("a-case") is None
+    nodes = [SimpleNamespace(workerinput={}) for _ in range(2)]
+    for node in nodes:
+        report.pytest_configure_node(node)
+    directory = report.hangs.directory
+    assert directory.is_dir() and {node.workerinput[NOTES_KEY] for node in nodes} == {str(directory)}
+    report.hangs.remove()
+    assert not directory.exists()

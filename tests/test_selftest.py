@@ -37,6 +37,18 @@ def test_each_fault_patches_the_stack_and_is_undone(name):
         assert os.environ.get("MODEL_CONVERTER_PATH") == before
 
 
+def test_a_fault_that_makes_a_directory_removes_it_when_undone():
+    """The runtime fault's sitecustomize directory goes with the fault (it was
+    left in the temporary directory, one per apply)."""
+    from vgf_conformance.oracles.pte import runtime
+
+    undo = faults.FAULTS["runtime-rounds-upward"].apply()
+    site = Path(runtime._child_env()["PYTHONPATH"].split(os.pathsep)[0])
+    assert (site / "sitecustomize.py").is_file()
+    undo()
+    assert not site.exists()
+
+
 CONVERTER_FAULTS = sorted(name for name, fault in faults.FAULTS.items() if fault.layer == "model-converter")
 
 

@@ -73,7 +73,11 @@ class Patch:
         function = original.__func__ if isinstance(original, staticmethod) else original
         replacement = self.make(function)
         setattr(holder, self.attribute, staticmethod(replacement) if self.static else replacement)
-        return lambda: setattr(holder, self.attribute, original)
+
+        def undo() -> None:
+            setattr(holder, self.attribute, original)
+            getattr(replacement, "cleanup", lambda: None)()  # what the replacement made (a directory)
+        return undo
 
 
 _patch = Patch
@@ -284,6 +288,7 @@ def _runtime_rounding_upward(child_env):
         env = child_env(*args, **kwargs)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
         return env
+    faulty.cleanup = lambda: shutil.rmtree(site, ignore_errors=True)  # with the fault's undo
     return faulty
 
 

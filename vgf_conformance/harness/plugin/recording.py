@@ -167,7 +167,9 @@ class CaseReport:
         self.progress = None if every == 0 or quiet else Progress(every)
         report_dir = config.getoption("--vgf-report")
         self.log = case_log.CaseLog(Path(report_dir) if report_dir else None, case_of)
-        self.hangs = hangs.Notes.for_controller()  # what a worker that ended for a hung case wrote
+        # What a worker that ended for a hung case wrote: a directory made when the
+        # first worker is configured (a run without xdist has no workers to end).
+        self.hangs = hangs.Notes(None)
 
     def pytest_collection_finish(self, session) -> None:
         if self.progress is not None and session.items:
@@ -187,6 +189,8 @@ class CaseReport:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
+        if self.hangs.directory is None:
+            self.hangs = hangs.Notes.for_controller()
         node.workerinput[hangs.NOTES_KEY] = str(self.hangs.directory)
 
     @pytest.hookimpl(optionalhook=True)
