@@ -159,3 +159,14 @@ def test_a_flow_that_leaves_a_case_on_the_cpu_declares_it_for_its_run_only():
     assert run.describe()["expected_delegation"] == "cpu" and case.describe()["expected_delegation"] == "delegated"
     assert case.stays_on_cpu is None and run.options["disable_workarounds"] == ("resize-split",)
 
+
+
+def test_each_flows_expectations_and_quick_set_name_cases_it_runs():
+    """A flow's expectation or quick case for a case it never runs would be a
+    declaration nothing checks."""
+    for flow in FLOWS.values():
+        declared = {*flow.expectations, *flow.quick, *flow.stays_on_cpu}
+        assert declared <= {cid for cid, case in TABLE.items() if flow.applies(case)}, flow.name
+    upstream = FLOWS[NATIVE]
+    assert len(upstream.expectations) == 11 and upstream.quick
+    assert all(e.stage == "lower" for e in upstream.expectations.values())
