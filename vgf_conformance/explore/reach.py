@@ -15,7 +15,6 @@ entry that would hold them.
 
 from __future__ import annotations
 
-import ast
 import random
 from collections.abc import Iterable
 from pathlib import Path
@@ -103,7 +102,11 @@ class StackTarget:
 
 def functions_of(entries: Iterable[str], roots: dict[str, Path] | None = None) -> list[str]:
     """``file:function`` of each line of ``entries`` (line_ranges entries),
-    from the installed stack's source; ``file:<module>`` outside functions."""
+    from the installed stack's source: the innermost function or class
+    (:class:`~vgf_conformance.harness.candidates.stack_changes.Source`), or
+    ``file:<module>``."""
+    from vgf_conformance.harness.candidates.stack_changes import MODULE, Source
+
     if roots is None:
         from vgf_conformance.harness.measurements import blind_spots, stack_coverage
 
@@ -111,32 +114,13 @@ def functions_of(entries: Iterable[str], roots: dict[str, Path] | None = None) -
     found: dict[str, None] = {}
     for entry in entries:
         where, _, _ = entry.rpartition(":")
-        source = next((Path(directory) / where.removeprefix(prefix + "/")
-                       for prefix, directory in roots.items() if where.startswith(prefix + "/")), None)
-        spans = _spans(source.read_text(encoding="utf-8")) if source is not None and source.is_file() else []
+        path = next((Path(directory) / where.removeprefix(prefix + "/")
+                     for prefix, directory in roots.items() if where.startswith(prefix + "/")), None)
+        source = Source(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else None
         for unit in stack_reach.lines_of([entry]):
             line = int(unit.rpartition(":")[2])
-            inner = [name for name, first, last in spans if first <= line <= last]
-            found[f"{where}:{inner[-1] if inner else '<module>'}"] = None
+            found[f"{where}:{source.scope(line) if source else MODULE}"] = None
     return list(found)
-
-
-def _spans(text: str) -> list[tuple[str, int, int]]:
-    """(qualified name, first line, last line) of every function, outer before inner."""
-    spans: list[tuple[str, int, int]] = []
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                if not isinstance(child, ast.ClassDef):
-                    spans.append((name, child.lineno, child.end_lineno))
-                visit(child, f"{name}.")
-            else:
-                visit(child, prefix)
-
-    visit(ast.parse(text), "")
-    return spans
 
 
 def markdown(section: dict) -> list[str]:
