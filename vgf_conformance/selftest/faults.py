@@ -199,7 +199,9 @@ def _pad_shifted(pad: list) -> list:
 def _exact_16_unsplit(stage_count):
     @functools.wraps(stage_count)
     def faulty(input_size, output_size):
-        if input_size == 16 * output_size:  # the split's ``input < 16 * output`` taken as ``<=``
+        from vgf_export.passes import MAX_RESIZE_DOWNSCALE
+
+        if input_size == MAX_RESIZE_DOWNSCALE * output_size:  # the split's ``input < 16 * output`` taken as ``<=``
             return 1
         return stage_count(input_size, output_size)
     return faulty
